@@ -1,0 +1,85 @@
+// Gradient check: analytic gradients from the tape against central finite differences, in float64,
+// driven by a registry of cases (one or more per op and per layer).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/random.h"
+#include "core/tape.h"
+
+namespace tapestry {
+
+// A tensor whose gradient is checked: the checker perturbs *value in place and reads *grad after
+// backward (the fixture binds them with tape.bind, so gradients accumulate into *grad).
+struct CheckedTensor {
+  std::string name;
+  Tensor* value;
+  Tensor* grad;
+};
+
+// What a case builds: the tensors to check and a forward pass that uses them.
+class GradcheckFixture {
+ public:
+  virtual ~GradcheckFixture() = default;
+  virtual std::vector<CheckedTensor> checked() = 0;
+  // Must be deterministic (anything random reseeds inside) and must bind every checked tensor.
+  virtual Var forward(Tape& tape) = 0;
+};
+
+struct GradcheckCase {
+  std::string op;    // the op (an OpDef name) or layer this case checks
+  std::string name;  // what the case covers: "broadcast rows", "batch of 3", ...
+  std::string shapes;  // the input shapes, for the report
+  double eps = 1e-6;   // central-difference step
+  double tol = 1e-6;   // largest relative error that passes
+  uint64_t seed = 1;
+  std::function<std::unique_ptr<GradcheckFixture>(Rng&)> make;
+};
+
+struct GradcheckResult {
+  const GradcheckCase* c = nullptr;
+  double max_abs = 0;  // max |analytic - numeric| over all checked elements
+  double max_rel = 0;  // max over checked tensors of max|analytic - numeric| / max(|analytic|,|numeric|)
+  std::string worst;   // the checked tensor with the largest relative error
+  bool pass = false;
+  std::string error;   // an exception thrown by the case, if any
+  std::vector<std::string> ops_recorded;  // names of the ops on the tape of the analytic pass
+};
+
+// Runs one case: one backward with seed r (loss = sum(r * y), r uniform in [-1,1)) against
+// (L(x + eps) - L(x - eps)) / 2eps for every element of every checked tensor. Outputs that are
+// not finite (a masked log_softmax's -inf) are left out of L; they must stay so under perturbation.
+GradcheckResult run_gradcheck(const GradcheckCase& c);
+
+// ---- building op cases from a shape list and a function of the inputs
+
+struct InputSpec {
+  Shape shape;
+  double lo = -1, hi = 1;         // uniform range of the random values
+  std::vector<double> avoid = {};  // values to keep away from (kinks such as relu's 0)
+  double margin = 1e-3;            // minimum distance from any value in `avoid`
+};
+
+using OpFn = std::function<Var(std::span<const Var> x)>;
+GradcheckCase op_case(std::string op, std::string name, std::vector<InputSpec> inputs, OpFn fn, double eps = 1e-6);
+
+// ---- the registry
+
+class GradcheckRegistry {
+ public:
+  void add(GradcheckCase c) { cases_.push_back(std::move(c)); }
+  const std::vector<GradcheckCase>& cases() const { return cases_; }
+  // Names that must each have a case: every registered op, plus the layers added here.
+  void require_layer(std::string name) { layers_.push_back(std::move(name)); }
+  const std::vector<std::string>& layers() const { return layers_; }
+
+ private:
+  std::vector<GradcheckCase> cases_;
+  std::vector<std::string> layers_;
+};
+
+}  // namespace tapestry

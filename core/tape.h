@@ -1,0 +1,175 @@
+// The tape: an append-only list of recorded nodes in topological order; backward is a reverse loop.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tapestry {
+
+class Tape;
+struct Node;
+
+// An op's backward: reads node.grad (dy) and accumulates (+=) into its inputs' gradients.
+using BackwardFn = void (*)(Tape& tape, const Node& node);
+
+// A differentiable op as the tape knows it. Every OpDef registers itself at start-up so the
+// gradient-check registry can prove that no op is left unchecked.
+struct OpDef {
+  const char* name;
+  BackwardFn backward;  // nullptr for leaves
+  const char* math;     // the op and its derivative in one line, for explain
+};
+
+struct OpRegistrar {
+  explicit OpRegistrar(const OpDef& op);
+};
+// Every registered differentiable op (leaves excluded), in registration order.
+const std::vector<const OpDef*>& all_ops();
+
+// Defines `const OpDef var` and registers it.
+#define TAPESTRY_OP(var, name, backward, math) \
+  const ::tapestry::OpDef var{name, backward, math}; \
+  static const ::tapestry::OpRegistrar var##_registrar{var}
+
+extern const OpDef kLeafOp;   // a leaf whose gradient is kept on the tape
+extern const OpDef kParamOp;  // a leaf whose gradient accumulates into a parameter's grad
+
+struct Node {
+  const OpDef* op = nullptr;
+  Tensor value;
+  Tensor grad;  // defined once a gradient reaches the node (or bound to a parameter's grad)
+  uint32_t in_begin = 0, saved_begin = 0, attr_begin = 0, attr_count = 0;
+  uint16_t in_count = 0, saved_count = 0;
+  uint16_t region = 0;
+  double scalar[2] = {0, 0};  // scalar attributes (scale factor, exponent, fill value, ...)
+};
+
+// A value flowing through a computation: a tensor plus, when it needs a gradient, the tape node
+// that produced it. A Var made from a bare Tensor is a constant.
+class Var {
+ public:
+  Var() = default;
+  Var(Tensor value) : value_(std::move(value)) {}  // NOLINT: constants convert implicitly
+  Var(Tensor value, Tape* tape, int32_t node) : value_(std::move(value)), tape_(tape), node_(node) {}
+
+  const Tensor& value() const { return value_; }
+  const Shape& shape() const { return value_.shape(); }
+  DType dtype() const { return value_.dtype(); }
+  int ndim() const { return value_.ndim(); }
+  int64_t dim(int axis) const { return value_.dim(axis); }
+  int64_t numel() const { return value_.numel(); }
+  bool requires_grad() const { return node_ >= 0; }
+  Tape* tape() const { return tape_; }
+  int32_t node() const { return node_; }
+
+ private:
+  Tensor value_;
+  Tape* tape_ = nullptr;
+  int32_t node_ = -1;
+};
+
+class Tape {
+ public:
+  Tape();
+  Tape(const Tape&) = delete;
+  Tape& operator=(const Tape&) = delete;
+
+  // ---- leaves
+  // A leaf whose gradient is collected on the tape (read it with grad()).
+  Var leaf(Tensor value);
+  // A leaf whose gradient accumulates into `grad` (same shape and dtype), e.g. a parameter's.
+  Var bind(Tensor value, Tensor grad);
+
+  // ---- recording (used by ops)
+  bool recording() const { return no_grad_depth_ == 0; }
+  // Appends a node; inputs that need no gradient are stored as -1.
+  int32_t record(const OpDef& op, Tensor value, std::initializer_list<const Var*> inputs);
+  int32_t record(const OpDef& op, Tensor value, std::span<const Var> inputs);
+  // Saves a tensor for backward; all saves for a node come right after its record().
+  void save(int32_t node, Tensor t);
+  void save_attrs(int32_t node, std::span<const int64_t> attrs);
+  void set_scalars(int32_t node, double s0, double s1 = 0);
+  Var output(int32_t node) { return Var(nodes_[node].value, this, node); }
+
+  // ---- backward
+  // Backpropagates from a one-element loss (seed 1).
+  void backward(const Var& loss);
+  // Backpropagates from y with seed gradient dy (same shape as y).
+  void backward(const Var& y, const Tensor& dy);
+  // Gradient that reached v (undefined if none did).
+  Tensor grad(const Var& v) const;
+  // Keep every node's gradient after backward (for inspection); otherwise gradients of inner
+  // nodes are released as soon as their backward has run.
+  void set_keep_grads(bool keep) { keep_grads_ = keep; }
+
+  // Drops every node; memory returns to the pool, capacity is kept for the next step.
+  void clear();
+  // Incremented by clear(); lets a parameter know whether it is already a leaf of this step.
+  uint64_t epoch() const { return epoch_; }
+
+  // ---- inspection and backward helpers
+  size_t size() const { return nodes_.size(); }
+  const Node& node(size_t i) const { return nodes_[i]; }
+  std::span<const int32_t> inputs(const Node& n) const { return {edges_.data() + n.in_begin, n.in_count}; }
+  const Tensor& saved(const Node& n, int k) const { return saved_[n.saved_begin + k]; }
+  std::span<const int64_t> attrs(const Node& n) const { return {attrs_.data() + n.attr_begin, n.attr_count}; }
+  // The gradient buffer of input k of n, zero-initialised on first use; nullptr if that input
+  // needs no gradient (a constant).
+  Tensor* input_grad(const Node& n, int k);
+
+  // ---- regions: labels for spans of recording ("encoder", "scores", ...)
+  void push_region(std::string_view name);
+  void pop_region();
+  const std::string& region_name(uint16_t r) const { return regions_[r]; }
+
+ private:
+  friend class NoGrad;
+  int32_t append(const OpDef& op, Tensor value);
+  void add_input(const Var& v);
+
+  std::vector<Node> nodes_;
+  std::vector<int32_t> edges_;
+  std::vector<Tensor> saved_;
+  std::vector<int64_t> attrs_;
+  std::vector<std::string> regions_;
+  std::vector<uint16_t> region_stack_;
+  int no_grad_depth_ = 0;
+  uint64_t epoch_ = 0;
+  bool keep_grads_ = false;
+};
+
+// Scope in which ops on `tape` record nothing (inference).
+class NoGrad {
+ public:
+  explicit NoGrad(Tape& tape) : tape_(tape) { ++tape_.no_grad_depth_; }
+  ~NoGrad() { --tape_.no_grad_depth_; }
+  NoGrad(const NoGrad&) = delete;
+  NoGrad& operator=(const NoGrad&) = delete;
+
+ private:
+  Tape& tape_;
+};
+
+// Scope that labels every node recorded inside it.
+class Region {
+ public:
+  Region(Tape& tape, std::string_view name) : tape_(tape) { tape_.push_region(name); }
+  ~Region() { tape_.pop_region(); }
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
+
+ private:
+  Tape& tape_;
+};
+
+// The tape to record on: that of the first input needing a gradient, if it is recording.
+Tape* recording_tape(std::initializer_list<const Var*> inputs);
+Tape* recording_tape(std::span<const Var> inputs);
+
+}  // namespace tapestry

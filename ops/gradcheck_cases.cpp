@@ -1,0 +1,18 @@
+// Collects the gradient-check cases of every op family.
+#include "ops/gradcheck_cases.h"
+
+namespace tapestry::ops {
+
+void add_gradcheck_cases(GradcheckRegistry& reg) {
+  add_arith_cases(reg);
+  add_unary_cases(reg);
+  add_matmul_cases(reg);
+  add_softmax_cases(reg);
+  add_loss_cases(reg);
+  add_reduce_cases(reg);
+  add_shape_cases(reg);
+  add_index_cases(reg);
+  add_dropout_cases(reg);
+}
+
+}  // namespace tapestry::ops

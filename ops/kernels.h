@@ -1,0 +1,59 @@
+// Loop helpers shared by the op families: broadcast iteration and the dtype switch for kernels.
+#pragma once
+
+#include <fmt/format.h>
+
+#include "core/tape.h"
+#include "core/tensor.h"
+
+namespace tapestry::ops::detail {
+
+// Calls f(i, ia, ib) for every flat index i of `out`, with the flat indices ia and ib at which
+// tensors of shapes a and b are read when broadcast to `out`.
+template <class F>
+void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f) {
+  const int64_t n = out.numel();
+  if (a == out && b == out) {
+    for (int64_t i = 0; i < n; ++i) f(i, i, i);
+    return;
+  }
+  const int nd = out.ndim();
+  if (nd == 0) {
+    f(0, 0, 0);
+    return;
+  }
+  auto sa = broadcast_strides(a, out), sb = broadcast_strides(b, out);
+  const int64_t inner = out[nd - 1], ia_step = sa[nd - 1], ib_step = sb[nd - 1];
+  int64_t idx[kMaxDims] = {};
+  int64_t ia = 0, ib = 0;
+  for (int64_t i = 0; i < n; i += inner) {
+    for (int64_t j = 0; j < inner; ++j) f(i + j, ia + j * ia_step, ib + j * ib_step);
+    for (int k = nd - 2; k >= 0; --k) {  // odometer over the outer axes
+      ia += sa[k];
+      ib += sb[k];
+      if (++idx[k] < out[k]) break;
+      ia -= sa[k] * out[k];
+      ib -= sb[k] * out[k];
+      idx[k] = 0;
+    }
+  }
+}
+
+// Throws DTypeError naming `op` when the operands' dtypes differ.
+inline void same_dtype(const char* op, const Var& a, const Var& b) {
+  check_same_dtype(op, {&a.value(), &b.value()});
+}
+
+// dst[i] += src[i] over two same-shaped tensors.
+template <class T>
+void accumulate(Tensor& dst, const Tensor& src) {
+  T* d = dst.data<T>();
+  const T* s = src.data<T>();
+  for (int64_t i = 0, n = dst.numel(); i < n; ++i) d[i] += s[i];
+}
+
+inline void accumulate(Tensor& dst, const Tensor& src) {
+  dispatch(dst.dtype(), [&](auto tag) { accumulate<decltype(tag)>(dst, src); });
+}
+
+}  // namespace tapestry::ops::detail

@@ -1,0 +1,137 @@
+// Matrix products through BLAS (sgemm/dgemm); transposes become BLAS flags, never copies.
+#include "ops/matmul.h"
+
+#include "core/blas.h"
+#include "ops/kernels.h"
+
+namespace tapestry::ops {
+
+namespace {
+
+// The geometry of one product, resolved from the shapes and transpose flags.
+struct Gemm {
+  int64_t batch = 1;   // number of (M,K)x(K,N) products
+  int64_t m, n, k;
+  int64_t a_rows, a_cols, b_rows, b_cols;  // stored matrix sizes
+  int64_t a_stride, b_stride;              // elements between batches (b_stride 0: shared b)
+  bool ta, tb;
+};
+
+Gemm resolve(const Shape& a, const Shape& b, bool ta, bool tb) {
+  auto fail = [&](const std::string& why) {
+    return ShapeError(fmt::format("matmul: shapes {}{} and {}{}: {}", a.str(), ta ? "^T" : "", b.str(), tb ? "^T" : "", why));
+  };
+  bool ok = (a.ndim() == 2 && b.ndim() == 2) || (a.ndim() == 3 && (b.ndim() == 3 || b.ndim() == 2));
+  if (!ok) throw fail("expected (M,K)x(K,N), (B,M,K)x(B,K,N) or (B,M,K)x(K,N)");
+  Gemm g;
+  g.ta = ta;
+  g.tb = tb;
+  g.a_rows = a[a.ndim() - 2];
+  g.a_cols = a[a.ndim() - 1];
+  g.b_rows = b[b.ndim() - 2];
+  g.b_cols = b[b.ndim() - 1];
+  g.m = ta ? g.a_cols : g.a_rows;
+  g.k = ta ? g.a_rows : g.a_cols;
+  int64_t kb = tb ? g.b_cols : g.b_rows;
+  g.n = tb ? g.b_rows : g.b_cols;
+  if (g.k != kb) throw fail(fmt::format("inner dimensions differ ({} vs {})", g.k, kb));
+  if (a.ndim() == 3) {
+    g.batch = a[0];
+    if (b.ndim() == 3 && b[0] != a[0]) throw fail(fmt::format("batch sizes differ ({} vs {})", a[0], b[0]));
+  }
+  g.a_stride = g.a_rows * g.a_cols;
+  g.b_stride = b.ndim() == 3 ? g.b_rows * g.b_cols : 0;
+  return g;
+}
+
+// c_i = alpha * op(a_i) op(b_i) + beta * c_i for every batch i. When b is shared and a is not
+// transposed, the batches stack into one taller product, which BLAS runs faster.
+template <class T>
+void batched_gemm(const Gemm& g, const T* a, const T* b, T* c, T beta) {
+  if (g.b_stride == 0 && !g.ta) {
+    blas::gemm(false, g.tb, g.batch * g.m, g.n, g.k, T(1), a, g.a_cols, b, g.b_cols, beta, c, g.n);
+    return;
+  }
+  for (int64_t i = 0; i < g.batch; ++i)
+    blas::gemm(g.ta, g.tb, g.m, g.n, g.k, T(1), a + i * g.a_stride, g.a_cols, b + i * g.b_stride, g.b_cols, beta,
+               c + i * g.m * g.n, g.n);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// matmul
+// y = op(a) op(b);  d op(a) += dy op(b)^T;  d op(b) += op(a)^T dy
+// With the transposes folded into BLAS flags (all beta = 1, so gradients accumulate):
+//   da += dy op(b)^T     (no trans_a)      da += op(b) dy^T    (trans_a)
+//   db += op(a)^T dy     (no trans_b)      db += dy^T op(a)    (trans_b)
+void matmul_backward(Tape& tape, const Node& n) {
+  const Tensor& a = tape.saved(n, 0);
+  const Tensor& b = tape.saved(n, 1);
+  const Gemm g = resolve(a.shape(), b.shape(), n.scalar[0] != 0, n.scalar[1] != 0);
+  Tensor* da = tape.input_grad(n, 0);
+  Tensor* db = tape.input_grad(n, 1);
+  dispatch(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    const T* dy = n.grad.data<T>();
+    const int64_t y_stride = g.m * g.n;
+    if (da) {
+      T* d = da->data<T>();
+      if (g.b_stride == 0 && !g.ta) {  // stacked batches: one product
+        blas::gemm(false, !g.tb, g.batch * g.m, g.k, g.n, T(1), dy, g.n, pb, g.b_cols, T(1), d, g.a_cols);
+      } else {
+        for (int64_t i = 0; i < g.batch; ++i) {
+          const T* bi = pb + i * g.b_stride;
+          const T* dyi = dy + i * y_stride;
+          T* dai = d + i * g.a_stride;
+          if (!g.ta)
+            blas::gemm(false, !g.tb, g.m, g.k, g.n, T(1), dyi, g.n, bi, g.b_cols, T(1), dai, g.a_cols);
+          else
+            blas::gemm(g.tb, true, g.k, g.m, g.n, T(1), bi, g.b_cols, dyi, g.n, T(1), dai, g.a_cols);
+        }
+      }
+    }
+    if (db) {
+      T* d = db->data<T>();
+      if (g.b_stride == 0 && !g.ta) {  // shared b: its gradient sums over the stacked batches
+        if (!g.tb)
+          blas::gemm(true, false, g.k, g.n, g.batch * g.m, T(1), pa, g.a_cols, dy, g.n, T(1), d, g.b_cols);
+        else
+          blas::gemm(true, false, g.n, g.k, g.batch * g.m, T(1), dy, g.n, pa, g.a_cols, T(1), d, g.b_cols);
+      } else {
+        for (int64_t i = 0; i < g.batch; ++i) {
+          const T* ai = pa + i * g.a_stride;
+          const T* dyi = dy + i * y_stride;
+          T* dbi = d + i * g.b_stride;
+          if (!g.tb)
+            blas::gemm(!g.ta, false, g.k, g.n, g.m, T(1), ai, g.a_cols, dyi, g.n, T(1), dbi, g.b_cols);
+          else
+            blas::gemm(true, g.ta, g.n, g.k, g.m, T(1), dyi, g.n, ai, g.a_cols, T(1), dbi, g.b_cols);
+        }
+      }
+    }
+  });
+}
+TAPESTRY_OP(kMatmul, "matmul", matmul_backward, "y = a b;  da += dy b^T;  db += a^T dy");
+
+Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
+  detail::same_dtype("matmul", a, b);
+  const Gemm g = resolve(a.shape(), b.shape(), trans_a, trans_b);
+  Shape out = a.ndim() == 3 ? Shape{g.batch, g.m, g.n} : Shape{g.m, g.n};
+  Tensor y = Tensor::empty(out, a.dtype());
+  dispatch(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    batched_gemm<T>(g, a.value().data<T>(), b.value().data<T>(), y.data<T>(), T(0));
+  });
+  Tape* tape = recording_tape({&a, &b});
+  if (!tape) return Var(std::move(y));
+  int32_t id = tape->record(kMatmul, std::move(y), {&a, &b});
+  tape->save(id, a.value());
+  tape->save(id, b.value());
+  tape->set_scalars(id, trans_a, trans_b);
+  return tape->output(id);
+}
+
+}  // namespace tapestry::ops

@@ -1,0 +1,15 @@
+// Matrix products through BLAS: 2-D, batched 3-D, and 3-D by 2-D, with optional transposes.
+#pragma once
+
+#include "core/tape.h"
+
+namespace tapestry::ops {
+
+// y = op(a) op(b), where op(m) is m or its transpose (over the last two axes, no copy made).
+//   (M,K)   x (K,N)   -> (M,N)
+//   (B,M,K) x (B,K,N) -> (B,M,N)
+//   (B,M,K) x (K,N)   -> (B,M,N)   (b shared by every batch)
+// Throws ShapeError naming both shapes when the inner dimensions or batch sizes differ.
+Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
+
+}  // namespace tapestry::ops

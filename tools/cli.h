@@ -1,0 +1,19 @@
+// The tapestry command line: subcommands in the style of git, each in its own file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tapestry::cli {
+
+// A subcommand's arguments (everything after its name).
+using Args = std::vector<std::string>;
+
+// Thrown for a bad flag or value; main prints the message and exits with status 2.
+struct UsageError {
+  std::string message;
+};
+
+int cmd_gradcheck(const Args& args);
+
+}  // namespace tapestry::cli
