@@ -1,0 +1,198 @@
+// The tape: recording order, reverse accumulation, reuse, no-grad, regions, memory across steps.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "core/memory.h"
+#include "core/random.h"
+#include "core/tape.h"
+#include "ops/ops.h"
+
+using namespace tapestry;
+using Catch::Contains;
+
+namespace {
+Tensor vec(std::initializer_list<double> v, DType dt = DType::f64) {
+  return Tensor::from(v, {static_cast<int64_t>(v.size())}, dt);
+}
+Tensor ones_like(const Var& v) { return Tensor::full(v.shape(), 1.0, v.dtype()); }
+}  // namespace
+
+TEST_CASE("matmul of known matrices", "[ops][matmul]") {
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor a = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3}, dt);
+    Tensor b = Tensor::from({7, 8, 9, 10, 11, 12}, {3, 2}, dt);
+    // [1 2 3; 4 5 6] [7 8; 9 10; 11 12] = [58 64; 139 154]
+    REQUIRE(ops::matmul(a, b).value().to_vector() == std::vector<double>{58, 64, 139, 154});
+    // a^T a: entry (0,0) = 1*1 + 4*4 = 17, entry (2,2) = 3*3 + 6*6 = 45
+    Tensor ata = ops::matmul(a, a, true, false).value();
+    REQUIRE(ata.shape() == Shape{3, 3});
+    REQUIRE(ata.at(0) == 17);
+    REQUIRE(ata.at(8) == 45);
+    // a a^T = [14 32; 32 77]
+    REQUIRE(ops::matmul(a, a, false, true).value().to_vector() == std::vector<double>{14, 32, 32, 77});
+  }
+  // Batched 3-D by shared 2-D: [I; 2I] times b = [b; 2b]
+  Tensor a3 = Tensor::from({1, 0, 0, 1, 2, 0, 0, 2}, {2, 2, 2}, DType::f64);
+  Tensor b2 = Tensor::from({1, 2, 3, 4}, {2, 2}, DType::f64);
+  REQUIRE(ops::matmul(a3, b2).value().to_vector() == std::vector<double>{1, 2, 3, 4, 2, 4, 6, 8});
+}
+
+TEST_CASE("shape and dtype errors name the op and every shape", "[ops][errors]") {
+  Var a = Tensor::zeros({2, 3}, DType::f32), b = Tensor::zeros({4, 5}, DType::f32);
+  REQUIRE_THROWS_AS(ops::matmul(a, b), ShapeError);
+  REQUIRE_THROWS_WITH(ops::matmul(a, b), Contains("matmul") && Contains("(2,3)") && Contains("(4,5)"));
+  Var c = Tensor::zeros({2, 3, 4}, DType::f32), d = Tensor::zeros({3, 4, 5}, DType::f32);
+  REQUIRE_THROWS_WITH(ops::matmul(c, d), Contains("batch sizes differ") && Contains("(2,3,4)") && Contains("(3,4,5)"));
+  REQUIRE_THROWS_AS(ops::matmul(Tensor::zeros({2}, DType::f32), b), ShapeError);
+  REQUIRE_THROWS_AS(ops::matmul(Tensor::zeros({2, 4}, DType::f64), b), DTypeError);
+  REQUIRE_THROWS_WITH(ops::add(Tensor::zeros({2}, DType::f64), Tensor::zeros({2}, DType::f32)),
+                      Contains("add") && Contains("float64") && Contains("float32"));
+  REQUIRE_THROWS_WITH(ops::mul(Tensor::zeros({2, 3}, DType::f32), Tensor::zeros({2}, DType::f32)),
+                      Contains("mul") && Contains("(2,3)") && Contains("(2)"));
+  // Errors are raised when the op is called, before anything is recorded.
+  Tape tape;
+  Var x = tape.leaf(Tensor::zeros({2, 3}, DType::f32));
+  REQUIRE_THROWS_AS(ops::matmul(x, b), ShapeError);
+  REQUIRE(tape.size() == 1);
+}
+
+TEST_CASE("backward runs in reverse and a tensor used twice gets the sum of its gradients", "[tape]") {
+  Tape tape;
+  Var x = tape.leaf(vec({2.0, -1.0}));
+  // y = x*x + 3x, so dy/dx = 2x + 3
+  Var sq = x * x;
+  Var lin = x * 3.0;
+  Var y = sq + lin;
+  REQUIRE(tape.size() == 4);  // leaf, mul, scale, add: in the order they were recorded
+  REQUIRE(std::string(tape.node(1).op->name) == "mul");
+  REQUIRE(std::string(tape.node(3).op->name) == "add");
+  tape.backward(y, ones_like(y));
+  REQUIRE(tape.grad(x).to_vector() == std::vector<double>{7.0, 1.0});
+
+  // A second backward on the same tape adds to the leaf's gradient, as parameters accumulate.
+  tape.backward(y, ones_like(y));
+  REQUIRE(tape.grad(x).to_vector() == std::vector<double>{14.0, 2.0});
+}
+
+TEST_CASE("gradients accumulate into a bound parameter across steps until zeroed", "[tape]") {
+  Tensor w = vec({0.5, 2.0});
+  Tensor dw = Tensor::zeros(w.shape(), w.dtype());
+  Tape tape;
+  for (int step = 0; step < 3; ++step) {
+    Var wv = tape.bind(w, dw);
+    Var y = wv * wv;  // dy/dw = 2w
+    tape.backward(y, ones_like(y));
+    tape.clear();
+  }
+  REQUIRE(dw.to_vector() == std::vector<double>{3.0, 12.0});
+}
+
+TEST_CASE("constants need no gradient and are not recorded", "[tape]") {
+  Tape tape;
+  Var x = tape.leaf(vec({1.0, 2.0}));
+  Var c = vec({3.0, 4.0});  // a constant
+  Var cc = c * c;           // only constants: computed, not recorded
+  REQUIRE_FALSE(cc.requires_grad());
+  REQUIRE(tape.size() == 1);
+  Var y = x * cc;
+  REQUIRE(y.requires_grad());
+  tape.backward(y, ones_like(y));
+  REQUIRE(tape.grad(x).to_vector() == std::vector<double>{9.0, 16.0});
+  REQUIRE_FALSE(tape.grad(c).defined());
+}
+
+TEST_CASE("a no-grad scope records nothing", "[tape]") {
+  Tape tape;
+  Var x = tape.leaf(vec({1.0, 2.0}));
+  size_t before = tape.size();
+  {
+    NoGrad no_grad(tape);
+    Var y = ops::tanh(x * x);
+    REQUIRE_FALSE(y.requires_grad());
+    REQUIRE(y.value().at(1) == Approx(std::tanh(4.0)));
+    Var p = tape.bind(vec({1.0}), Tensor::zeros({1}, DType::f64));
+    REQUIRE_FALSE(p.requires_grad());
+  }
+  REQUIRE(tape.size() == before);
+  REQUIRE(ops::tanh(x).requires_grad());  // recording resumes after the scope
+}
+
+TEST_CASE("backward refuses what it cannot do", "[tape]") {
+  Tape tape, other;
+  Var x = tape.leaf(vec({1.0, 2.0}));
+  Var y = x * x;
+  REQUIRE_THROWS_AS(tape.backward(y), TapeError);  // not one element: needs a seed
+  REQUIRE_THROWS_AS(other.backward(y, ones_like(y)), TapeError);
+  REQUIRE_THROWS_AS(tape.backward(y, Tensor::zeros({3}, DType::f64)), ShapeError);
+  Var z = other.leaf(vec({1.0, 1.0}));
+  REQUIRE_THROWS_AS(ops::add(x, z), TapeError);  // inputs from two tapes
+}
+
+TEST_CASE("regions label what is recorded inside them", "[tape]") {
+  Tape tape;
+  Var x = tape.leaf(vec({1.0}));
+  {
+    Region r(tape, "scores");
+    Var y = ops::tanh(x);
+    {
+      Region s(tape, "softmax");
+      Var z = ops::exp(y);
+    }
+  }
+  REQUIRE(tape.region_name(tape.node(0).region).empty());
+  REQUIRE(tape.region_name(tape.node(1).region) == "scores");
+  REQUIRE(tape.region_name(tape.node(2).region) == "softmax");
+}
+
+TEST_CASE("inner gradients are released after backward unless kept", "[tape]") {
+  for (bool keep : {false, true}) {
+    Tape tape;
+    tape.set_keep_grads(keep);
+    Var x = tape.leaf(vec({1.0, 2.0}));
+    Var h = ops::tanh(x);
+    Var y = h * 2.0;
+    tape.backward(y, ones_like(y));
+    REQUIRE(tape.grad(x).defined());  // leaves always keep theirs
+    REQUIRE(tape.grad(h).defined() == keep);
+  }
+}
+
+namespace {
+// Resident set size in kB, from /proc/self/statm (pages).
+long rss_kb() {
+  std::ifstream f("/proc/self/statm");
+  long size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * 4;
+}
+}  // namespace
+
+TEST_CASE("10,000 record-backward-clear cycles keep memory flat", "[tape][memory]") {
+  Rng rng(1);
+  Tensor w = rng.uniform_tensor({16, 32}, -0.1, 0.1, DType::f32);
+  Tensor dw = Tensor::zeros(w.shape(), w.dtype());
+  Tensor x = rng.uniform_tensor({8, 16}, -1, 1, DType::f32);
+  Tape tape;
+  auto step = [&] {
+    Var wv = tape.bind(w, dw);
+    Var h = ops::tanh(ops::matmul(x, wv));
+    Var y = ops::sigmoid(h * h + h);
+    tape.backward(y, Tensor::full(y.shape(), 1.0, y.dtype()));
+    tape.clear();
+  };
+  for (int i = 0; i < 10; ++i) step();  // warm the pool
+  MemoryStats before = memory_stats();
+  long rss_before = rss_kb();
+  for (int i = 0; i < 10000; ++i) step();
+  MemoryStats after = memory_stats();
+  long rss_after = rss_kb();
+  INFO("system allocations " << before.system_allocations << " -> " << after.system_allocations << ", in use "
+                             << before.bytes_in_use << " -> " << after.bytes_in_use << " bytes, RSS " << rss_before
+                             << " -> " << rss_after << " kB");
+  // Every tensor of a step is served from the pool: no block is taken from the system after warm-up.
+  REQUIRE(after.system_allocations == before.system_allocations);
+  REQUIRE(after.bytes_in_use == before.bytes_in_use);
+  REQUIRE(after.pool_hits > before.pool_hits);
+  REQUIRE(rss_after - rss_before < 1024);  // under 1 MB of growth over 10,000 steps
+}
