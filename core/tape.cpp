@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+
 namespace tapestry {
 
 namespace {
@@ -17,10 +19,19 @@ const std::vector<const OpDef*>& all_ops() { return op_registry(); }
 
 OpRegistrar::OpRegistrar(const OpDef& op) { op_registry().push_back(&op); }
 
+namespace {
+// Epochs are unique across all tapes, so (tape, epoch) never repeats even when a new tape
+// reuses the address of one destroyed earlier.
+uint64_t next_epoch() {
+  static std::atomic<uint64_t> counter{0};
+  return ++counter;
+}
+}  // namespace
+
 const OpDef kLeafOp{"leaf", nullptr, "x (input)"};
 const OpDef kParamOp{"param", nullptr, "w (parameter)"};
 
-Tape::Tape() {
+Tape::Tape() : epoch_(next_epoch()) {
   regions_.emplace_back("");
   nodes_.reserve(1024);
   edges_.reserve(2048);
@@ -147,7 +158,7 @@ void Tape::clear() {
   saved_.clear();
   attrs_.clear();
   region_stack_.clear();
-  ++epoch_;
+  epoch_ = next_epoch();
 }
 
 void Tape::push_region(std::string_view name) {

@@ -110,7 +110,8 @@ class Tape {
 
   // Drops every node; memory returns to the pool, capacity is kept for the next step.
   void clear();
-  // Incremented by clear(); lets a parameter know whether it is already a leaf of this step.
+  // Changes at every clear() and is unique across tapes; lets a parameter know whether it is
+  // already a leaf of this step.
   uint64_t epoch() const { return epoch_; }
 
   // ---- inspection and backward helpers

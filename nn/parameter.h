@@ -1,0 +1,29 @@
+// Parameter: a trainable tensor with its gradient, bound to a tape once per step.
+#pragma once
+
+#include "core/tape.h"
+
+namespace tapestry::nn {
+
+class Parameter {
+ public:
+  Parameter() = default;
+  explicit Parameter(Tensor value) : value(std::move(value)) { grad = Tensor::zeros(this->value.shape(), this->value.dtype()); }
+
+  Tensor value;
+  Tensor grad;  // accumulates over backward passes until zero_grad()
+
+  // The parameter as a leaf of `tape`: bound on first use in a step and reused after, so a
+  // recurrent layer that reads its weights at every time step adds one leaf, not one per step.
+  Var var(Tape& tape);
+
+  const Shape& shape() const { return value.shape(); }
+  int64_t numel() const { return value.numel(); }
+
+ private:
+  Tape* tape_ = nullptr;
+  uint64_t epoch_ = 0;
+  Var bound_;
+};
+
+}  // namespace tapestry::nn
