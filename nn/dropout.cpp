@@ -1,0 +1,10 @@
+// Dropout module: forwards to ops::dropout with the module's mode and generator.
+#include "nn/dropout.h"
+
+#include "ops/dropout.h"
+
+namespace tapestry::nn {
+
+Var Dropout::forward(const Var& x) { return ops::dropout(x, p_, rng_, training()); }
+
+}  // namespace tapestry::nn

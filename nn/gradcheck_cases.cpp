@@ -1,0 +1,146 @@
+// Gradient-check cases for the layers: Linear, Embedding, the three cells, and multi-layer
+// bidirectional recurrent layers over padded batches, with gradients into the initial state.
+#include "nn/gradcheck_cases.h"
+
+#include <fmt/format.h>
+
+#include "nn/embedding.h"
+#include "nn/linear.h"
+#include "nn/rnn.h"
+#include "ops/arith.h"
+#include "ops/shape_ops.h"
+
+namespace tapestry::nn {
+
+namespace {
+
+class ModuleFixture : public GradcheckFixture {
+ public:
+  ModuleFixture(std::unique_ptr<Module> m, std::vector<std::string> names, std::vector<Tensor> xs, ModuleFn fn)
+      : m_(std::move(m)), names_(std::move(names)), xs_(std::move(xs)), fn_(std::move(fn)) {
+    for (auto& x : xs_) dxs_.push_back(Tensor::zeros(x.shape(), x.dtype()));
+  }
+  std::vector<CheckedTensor> checked() override {
+    std::vector<CheckedTensor> out;
+    for (size_t i = 0; i < xs_.size(); ++i) out.push_back({names_[i], &xs_[i], &dxs_[i]});
+    for (auto& [name, p] : m_->named_parameters()) out.push_back({name, &p->value, &p->grad});
+    return out;
+  }
+  Var forward(Tape& tape) override {
+    std::vector<Var> vs;
+    for (size_t i = 0; i < xs_.size(); ++i) vs.push_back(tape.bind(xs_[i], dxs_[i]));
+    return fn_(tape, *m_, vs);
+  }
+
+ private:
+  std::unique_ptr<Module> m_;
+  std::vector<std::string> names_;
+  std::vector<Tensor> xs_, dxs_;
+  ModuleFn fn_;
+};
+
+}  // namespace
+
+GradcheckCase module_case(std::string layer, std::string name, std::vector<InputTensor> inputs, ModuleMaker make,
+                          ModuleFn fn) {
+  GradcheckCase c;
+  c.op = std::move(layer);
+  c.name = std::move(name);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i) c.shapes += ' ';
+    c.shapes += inputs[i].shape.str();
+  }
+  c.make = [inputs = std::move(inputs), make = std::move(make), fn = std::move(fn)](Rng& rng) {
+    std::unique_ptr<Module> m = make(rng);
+    std::vector<std::string> names;
+    std::vector<Tensor> xs;
+    for (const auto& in : inputs) {
+      names.push_back(in.name);
+      xs.push_back(rng.uniform_tensor(in.shape, in.lo, in.hi, DType::f64));
+    }
+    return std::unique_ptr<GradcheckFixture>(new ModuleFixture(std::move(m), std::move(names), std::move(xs), fn));
+  };
+  return c;
+}
+
+namespace {
+
+template <class M>
+M& as(Module& m) {
+  return static_cast<M&>(m);
+}
+
+// Outputs and final states of a recurrent layer in one tensor, so one check covers all three.
+Var rnn_outputs(const RNN::Output& o) {
+  std::vector<Var> parts{ops::reshape(o.y, {-1}), ops::reshape(o.h_n, {-1})};
+  if (o.c_n.value().defined()) parts.push_back(ops::reshape(o.c_n, {-1}));
+  return ops::concat(parts, 0);
+}
+
+void add_recurrent_cases(GradcheckRegistry& reg, CellKind kind) {
+  const std::string cell = cell_name(kind);
+  const std::string cell_layer = cell + "_cell";
+  const bool lstm = kind == CellKind::lstm;
+  // A single cell step, gradients into x, h and (LSTM) c.
+  std::vector<InputTensor> cell_in{{"x", {3, 4}}, {"h", {3, 5}}};
+  if (lstm) cell_in.push_back({"c", {3, 5}});
+  reg.add(module_case(
+      cell_layer, "one step, batch 3", cell_in,
+      [kind](Rng& rng) { return std::make_unique<Cell>(kind, 4, 5, rng, DType::f64); },
+      [lstm](Tape& tape, Module& m, std::span<const Var> x) {
+        RecurrentState s = as<Cell>(m).forward(tape, x[0], {x[1], lstm ? x[2] : Var()});
+        return lstm ? ops::concat(std::vector<Var>{s.h, s.c}, 1) : s.h;
+      }));
+
+  // Layers over a padded batch of lengths 4, 2 and 3 (S = 4), with initial states.
+  static const int64_t kLengths[] = {4, 2, 3};
+  for (int layers : {1, 2}) {
+    for (bool bidir : {false, true}) {
+      if (layers == 1 && bidir && kind != CellKind::rnn) continue;  // covered by the 2-layer case
+      const int64_t states = layers * (bidir ? 2 : 1);
+      std::vector<InputTensor> in{{"x", {3, 4, 2}}, {"h0", {states, 3, 3}}};
+      if (lstm) in.push_back({"c0", {states, 3, 3}});
+      reg.add(module_case(
+          cell, fmt::format("{} layer{}{}, padded batch", layers, layers > 1 ? "s" : "", bidir ? " bidirectional" : ""),
+          in,
+          [kind, layers, bidir](Rng& rng) {
+            return std::make_unique<RNN>(kind, 2, 3, layers, bidir, rng, DType::f64);
+          },
+          [lstm](Tape& tape, Module& m, std::span<const Var> x) {
+            return rnn_outputs(as<RNN>(m).forward(tape, x[0], kLengths, x[1], lstm ? x[2] : Var()));
+          }));
+    }
+  }
+}
+
+}  // namespace
+
+void add_gradcheck_cases(GradcheckRegistry& reg) {
+  for (const char* layer : {"linear", "embedding", "rnn_cell", "gru_cell", "lstm_cell", "rnn", "gru", "lstm"})
+    reg.require_layer(layer);
+
+  for (bool bias : {true, false}) {
+    reg.add(module_case(
+        "linear", bias ? "with bias, (N,in)" : "no bias, (N,in)", {{"x", {4, 3}}},
+        [bias](Rng& rng) { return std::make_unique<Linear>(3, 5, bias, rng, DType::f64); },
+        [](Tape& tape, Module& m, std::span<const Var> x) { return as<Linear>(m).forward(tape, x[0]); }));
+  }
+  reg.add(module_case(
+      "linear", "with bias, (B,S,in)", {{"x", {2, 3, 4}}},
+      [](Rng& rng) { return std::make_unique<Linear>(4, 2, true, rng, DType::f64); },
+      [](Tape& tape, Module& m, std::span<const Var> x) { return as<Linear>(m).forward(tape, x[0]); }));
+
+  // The padding row gets no gradient by design, so it must not appear among the ids here (a
+  // separate test checks that it stays untouched when it does).
+  reg.add(module_case(
+      "embedding", "(B,S) ids with a repeated id", {},
+      [](Rng& rng) { return std::make_unique<Embedding>(6, 3, rng, 0, DType::f64); },
+      [](Tape& tape, Module& m, std::span<const Var>) {
+        static const int32_t ids[] = {1, 4, 4, 2, 5, 1};
+        return as<Embedding>(m).forward(tape, ids, Shape{2, 3});
+      }));
+
+  for (CellKind kind : {CellKind::rnn, CellKind::gru, CellKind::lstm}) add_recurrent_cases(reg, kind);
+}
+
+}  // namespace tapestry::nn

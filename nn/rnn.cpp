@@ -1,0 +1,207 @@
+// Recurrent cells and layers composed from ops; padding is handled by selecting, per step, the
+// new state for real rows and the old one for padded rows.
+#include "nn/rnn.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "nn/init.h"
+#include "ops/arith.h"
+#include "ops/dropout.h"
+#include "ops/index.h"
+#include "ops/matmul.h"
+#include "ops/shape_ops.h"
+#include "ops/unary.h"
+
+namespace tapestry::nn {
+
+const char* cell_name(CellKind kind) {
+  switch (kind) {
+    case CellKind::rnn: return "rnn";
+    case CellKind::gru: return "gru";
+    case CellKind::lstm: return "lstm";
+  }
+  return "?";
+}
+
+CellKind parse_cell(std::string_view name) {
+  for (CellKind k : {CellKind::rnn, CellKind::gru, CellKind::lstm})
+    if (name == cell_name(k)) return k;
+  throw ValueError(fmt::format("unknown cell '{}' (valid: rnn, gru, lstm)", name));
+}
+
+int gate_count(CellKind kind) { return kind == CellKind::rnn ? 1 : kind == CellKind::gru ? 3 : 4; }
+
+namespace {
+// Gate k of a (B,G*H) pre-activation.
+Var gate(const Var& g, int k, int64_t h) { return ops::slice(g, 1, k * h, h); }
+}  // namespace
+
+RecurrentState cell_step(CellKind kind, const Var& gx, const RecurrentState& s, const Var& w_hh, const Var& b_hh) {
+  const int64_t h = s.h.dim(1);
+  Var gh = ops::add(ops::matmul(s.h, w_hh, false, true), b_hh);  // (B,H) x (G*H,H)^T -> (B,G*H)
+  switch (kind) {
+    case CellKind::rnn:
+      return {ops::tanh(ops::add(gx, gh)), Var()};
+    case CellKind::gru: {
+      Var r = ops::sigmoid(ops::add(gate(gx, 0, h), gate(gh, 0, h)));
+      Var z = ops::sigmoid(ops::add(gate(gx, 1, h), gate(gh, 1, h)));
+      Var n = ops::tanh(ops::add(gate(gx, 2, h), ops::mul(r, gate(gh, 2, h))));
+      // (1 - z) n + z h  =  n + z (h - n)
+      return {ops::add(n, ops::mul(z, ops::sub(s.h, n))), Var()};
+    }
+    case CellKind::lstm: {
+      Var g = ops::add(gx, gh);
+      Var i = ops::sigmoid(gate(g, 0, h));
+      Var f = ops::sigmoid(gate(g, 1, h));
+      Var u = ops::tanh(gate(g, 2, h));
+      Var o = ops::sigmoid(gate(g, 3, h));
+      Var c = ops::add(ops::mul(f, s.c), ops::mul(i, u));
+      return {ops::mul(o, ops::tanh(c)), c};
+    }
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cell
+
+Cell::Cell(CellKind kind, int64_t input_size, int64_t hidden_size, Rng& rng, DType dtype)
+    : kind_(kind), input_(input_size), hidden_(hidden_size) {
+  const int64_t g = gate_count(kind) * hidden_size;
+  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
+  auto make = [&](Shape shape) {
+    Tensor t = Tensor::empty(shape, dtype);
+    init::uniform(t, -bound, bound, rng);
+    return t;
+  };
+  w_ih_ = &add_parameter("weight_ih", make({g, input_size}));
+  w_hh_ = &add_parameter("weight_hh", make({g, hidden_size}));
+  b_ih_ = &add_parameter("bias_ih", make({g}));
+  b_hh_ = &add_parameter("bias_hh", make({g}));
+}
+
+RecurrentState Cell::forward(Tape& tape, const Var& x, const RecurrentState& s) {
+  const char* name = cell_name(kind_);
+  if (x.ndim() != 2 || x.dim(1) != input_ || s.h.ndim() != 2 || s.h.dim(0) != x.dim(0) || s.h.dim(1) != hidden_ ||
+      (kind_ == CellKind::lstm && (!s.c.value().defined() || s.c.shape() != s.h.shape())))
+    throw ShapeError(fmt::format("{} cell: input {} and state h {} c {} do not fit input size {} and hidden size {}",
+                                 name, x.shape().str(), s.h.shape().str(),
+                                 s.c.value().defined() ? s.c.shape().str() : "none", input_, hidden_));
+  Var gx = ops::add(ops::matmul(x, w_ih_->var(tape), false, true), b_ih_->var(tape));
+  return cell_step(kind_, gx, s, w_hh_->var(tape), b_hh_->var(tape));
+}
+
+// ---------------------------------------------------------------------------------------------
+// RNN
+
+RNN::RNN(CellKind kind, int64_t input_size, int64_t hidden_size, int num_layers, bool bidirectional, Rng& rng,
+         DType dtype, double dropout)
+    : kind_(kind),
+      input_(input_size),
+      hidden_(hidden_size),
+      layers_(num_layers),
+      bidirectional_(bidirectional),
+      dropout_(dropout),
+      dropout_rng_(rng.split()) {
+  if (num_layers < 1) throw ValueError(fmt::format("{}: num_layers must be at least 1, got {}", cell_name(kind), num_layers));
+  const int64_t g = gate_count(kind) * hidden_size;
+  const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
+  auto make = [&](Shape shape) {
+    Tensor t = Tensor::empty(shape, dtype);
+    init::uniform(t, -bound, bound, rng);
+    return t;
+  };
+  for (int l = 0; l < num_layers; ++l) {
+    const int64_t in = l == 0 ? input_size : hidden_size * directions();
+    for (int d = 0; d < directions(); ++d) {
+      std::string sfx = fmt::format("_l{}{}", l, d ? "_reverse" : "");
+      Weights w;
+      w.w_ih = &add_parameter("weight_ih" + sfx, make({g, in}));
+      w.w_hh = &add_parameter("weight_hh" + sfx, make({g, hidden_size}));
+      w.b_ih = &add_parameter("bias_ih" + sfx, make({g}));
+      w.b_hh = &add_parameter("bias_hh" + sfx, make({g}));
+      weights_.push_back(w);
+    }
+  }
+}
+
+Var RNN::run_direction(Tape& tape, const Weights& w, const Var& x, const std::vector<Tensor>& step_masks,
+                       RecurrentState s, bool reverse, RecurrentState& final_state) {
+  const int64_t b = x.dim(0), steps = x.dim(1), g = gate_count(kind_) * hidden_;
+  // All steps' input projections in one product: (B,S,in) x (G*H,in)^T -> (B,S,G*H)
+  Var gx_all = ops::add(ops::matmul(x, w.w_ih->var(tape), false, true), w.b_ih->var(tape));
+  Var w_hh = w.w_hh->var(tape), b_hh = w.b_hh->var(tape);
+  Tensor zeros = Tensor::zeros({b, hidden_}, x.dtype());
+  std::vector<Var> outputs(static_cast<size_t>(steps));
+  for (int64_t i = 0; i < steps; ++i) {
+    const int64_t t = reverse ? steps - 1 - i : i;
+    Var gx = ops::reshape(ops::slice(gx_all, 1, t, 1), Shape{b, g});
+    RecurrentState next = cell_step(kind_, gx, s, w_hh, b_hh);
+    const Tensor& real = step_masks[t];  // (B,1): 1 where step t is a real token of that row
+    s.h = ops::where(real, next.h, s.h);
+    if (kind_ == CellKind::lstm) s.c = ops::where(real, next.c, s.c);
+    outputs[t] = ops::where(real, next.h, zeros);
+  }
+  final_state = s;
+  return ops::stack(outputs, 1);  // (B,S,H)
+}
+
+RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> lengths, const Var& h0, const Var& c0) {
+  const char* name = cell_name(kind_);
+  if (x.ndim() != 3 || x.dim(2) != input_)
+    throw ShapeError(fmt::format("{}: input {} should be (B,S,{})", name, x.shape().str(), input_));
+  const int64_t b = x.dim(0), steps = x.dim(1), states = static_cast<int64_t>(layers_) * directions();
+  if (static_cast<int64_t>(lengths.size()) != b)
+    throw ShapeError(fmt::format("{}: {} lengths for a batch of {} (input {})", name, lengths.size(), b, x.shape().str()));
+  for (size_t i = 0; i < lengths.size(); ++i)
+    if (lengths[i] < 0 || lengths[i] > steps)
+      throw ValueError(fmt::format("{}: length {} of row {} is outside [0, {}] (input {})", name, lengths[i], i, steps,
+                                   x.shape().str()));
+  const Shape state_shape{states, b, hidden_};
+  for (const Var* v : {&h0, &c0})
+    if (v->value().defined() && v->shape() != state_shape)
+      throw ShapeError(fmt::format("{}: initial state {} should be {}", name, v->shape().str(), state_shape.str()));
+
+  // Masks of real steps: per step (B,1), and for the input (B,S,1).
+  std::vector<Tensor> step_masks;
+  Tensor input_mask = Tensor::zeros({b, steps, 1}, x.dtype());
+  for (int64_t t = 0; t < steps; ++t) {
+    Tensor m = Tensor::zeros({b, 1}, x.dtype());
+    for (int64_t r = 0; r < b; ++r)
+      if (t < lengths[r]) {
+        m.set(r, 1.0);
+        input_mask.set(r * steps + t, 1.0);
+      }
+    step_masks.push_back(m);
+  }
+  // Padded input steps are replaced, not multiplied, so whatever they hold (even NaN) is never read.
+  Var layer_in = ops::where(input_mask, x, Tensor::zeros(x.shape(), x.dtype()));
+
+  auto initial = [&](const Var& v, int64_t k) -> Var {
+    if (!v.value().defined()) return Var(Tensor::zeros({b, hidden_}, x.dtype()));
+    return ops::reshape(ops::slice(v, 0, k, 1), Shape{b, hidden_});
+  };
+  std::vector<Var> h_n, c_n;
+  for (int l = 0; l < layers_; ++l) {
+    std::vector<Var> outs;
+    for (int d = 0; d < directions(); ++d) {
+      const int64_t k = static_cast<int64_t>(l) * directions() + d;
+      RecurrentState s{initial(h0, k), kind_ == CellKind::lstm ? initial(c0, k) : Var()};
+      RecurrentState final_state;
+      outs.push_back(run_direction(tape, weights_[k], layer_in, step_masks, s, d == 1, final_state));
+      h_n.push_back(final_state.h);
+      if (kind_ == CellKind::lstm) c_n.push_back(final_state.c);
+    }
+    layer_in = outs.size() == 1 ? outs[0] : ops::concat(outs, 2);
+    if (l + 1 < layers_ && dropout_ > 0) layer_in = ops::dropout(layer_in, dropout_, dropout_rng_, training());
+  }
+  Output out;
+  out.y = layer_in;
+  out.h_n = ops::stack(h_n, 0);
+  if (kind_ == CellKind::lstm) out.c_n = ops::stack(c_n, 0);
+  return out;
+}
+
+}  // namespace tapestry::nn

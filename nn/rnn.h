@@ -1,0 +1,89 @@
+// Recurrent layers as torch.nn.RNN/GRU/LSTM: cells, and multi-layer bidirectional layers over
+// padded batches; equations, gate order, parameter names and shapes follow PyTorch exactly.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "core/random.h"
+#include "nn/module.h"
+
+namespace tapestry::nn {
+
+enum class CellKind { rnn, gru, lstm };
+
+const char* cell_name(CellKind kind);  // "rnn", "gru", "lstm"
+CellKind parse_cell(std::string_view name);  // throws ValueError listing the valid names
+int gate_count(CellKind kind);  // 1, 3 (r, z, n), 4 (i, f, g, o)
+
+// A recurrent state: h (B,H), and for an LSTM the cell c (B,H).
+struct RecurrentState {
+  Var h;
+  Var c;
+};
+
+// One step of a cell from the input projection gx = x W_ih^T + b_ih (B,G*H):
+//   rnn:  h' = tanh(gx + h W_hh^T + b_hh)
+//   gru:  r = s(gx_r + gh_r),  z = s(gx_z + gh_z),  n = tanh(gx_n + r * gh_n),  h' = (1-z) n + z h
+//         with gh = h W_hh^T + b_hh (so b_hn sits inside the reset product, as in PyTorch)
+//   lstm: g = gx + h W_hh^T + b_hh;  i, f, o = s(g_i, g_f, g_o);  u = tanh(g_g)
+//         c' = f c + i u,  h' = o tanh(c')
+RecurrentState cell_step(CellKind kind, const Var& gx, const RecurrentState& s, const Var& w_hh, const Var& b_hh);
+
+// A single cell, as torch.nn.RNNCell / GRUCell / LSTMCell: weight_ih (G*H,in), weight_hh (G*H,H),
+// bias_ih and bias_hh (G*H), all ~ U(-1/sqrt(H), 1/sqrt(H)).
+class Cell : public Module {
+ public:
+  Cell(CellKind kind, int64_t input_size, int64_t hidden_size, Rng& rng, DType dtype = DType::f32);
+  // x (B,in), state (B,H) -> next state
+  RecurrentState forward(Tape& tape, const Var& x, const RecurrentState& s);
+  CellKind kind() const { return kind_; }
+  int64_t hidden_size() const { return hidden_; }
+
+ private:
+  CellKind kind_;
+  int64_t input_, hidden_;
+  Parameter *w_ih_, *w_hh_, *b_ih_, *b_hh_;
+};
+
+// A multi-layer, optionally bidirectional recurrent layer over a padded batch.
+class RNN : public Module {
+ public:
+  struct Output {
+    Var y;    // (B,S,D*H): every hidden state of the last layer (directions concatenated); 0 at padding
+    Var h_n;  // (L*D,B,H): each sequence's final state per layer and direction
+    Var c_n;  // (L*D,B,H): LSTM only
+  };
+
+  // dropout applies to the outputs of every layer but the last, in training mode (as PyTorch).
+  RNN(CellKind kind, int64_t input_size, int64_t hidden_size, int num_layers, bool bidirectional, Rng& rng,
+      DType dtype = DType::f32, double dropout = 0.0);
+
+  // x (B,S,in) with lengths[b] <= S real steps per row; padded steps are never read and never
+  // change a row's state. h0 and c0 (L*D,B,H) default to zeros.
+  Output forward(Tape& tape, const Var& x, std::span<const int64_t> lengths, const Var& h0 = Var(),
+                 const Var& c0 = Var());
+
+  CellKind kind() const { return kind_; }
+  int64_t hidden_size() const { return hidden_; }
+  int num_layers() const { return layers_; }
+  int directions() const { return bidirectional_ ? 2 : 1; }
+
+ private:
+  struct Weights {
+    Parameter *w_ih, *w_hh, *b_ih, *b_hh;
+  };
+  // Runs one layer in one direction over the whole sequence; returns its outputs (B,S,H).
+  Var run_direction(Tape& tape, const Weights& w, const Var& x, const std::vector<Tensor>& step_masks,
+                    RecurrentState s, bool reverse, RecurrentState& final_state);
+
+  CellKind kind_;
+  int64_t input_, hidden_;
+  int layers_;
+  bool bidirectional_;
+  double dropout_;
+  Rng dropout_rng_;
+  std::vector<Weights> weights_;  // layer-major: [l0, l0_reverse, l1, ...]
+};
+
+}  // namespace tapestry::nn
