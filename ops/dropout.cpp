@@ -1,0 +1,51 @@
+// Inverted dropout: the forward draws and saves the scaled keep mask, the backward multiplies by
+// it.
+#include "ops/dropout.h"
+
+#include "ops/kernels.h"
+
+namespace tapestry::ops {
+
+// ---------------------------------------------------------------------------------------------
+// dropout
+// y = x * m, m = (u >= p) / (1 - p);  dx += dy * m
+void dropout_backward(Tape& tape, const Node& n) {
+  Tensor* dx = tape.input_grad(n, 0);
+  if (!dx) return;
+  const Tensor& m = tape.saved(n, 0);
+  dispatch(n.value.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* dy = n.grad.data<T>();
+    const T* pm = m.data<T>();
+    T* d = dx->data<T>();
+    for (int64_t i = 0, k = dx->numel(); i < k; ++i) d[i] += dy[i] * pm[i];
+  });
+}
+TAPESTRY_OP(kDropout, "dropout", dropout_backward,
+            "y = x * m, m = (u >= p) / (1 - p);  dx += dy * m");
+
+Var dropout(const Var& x, double p, Rng& rng, bool training) {
+  if (!(p >= 0 && p < 1)) throw ValueError(fmt::format("dropout: p = {} is outside [0, 1)", p));
+  if (!training || p == 0) return x;
+  Tensor m = Tensor::empty(x.shape(), x.dtype());
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T keep = static_cast<T>(1.0 / (1.0 - p));
+    const T* px = x.value().data<T>();
+    T* pm = m.data<T>();
+    T* py = y.data<T>();
+    for (int64_t i = 0, k = x.numel(); i < k; ++i) {
+      pm[i] = rng.uniform() >= p ? keep : T(0);
+      py[i] = px[i] * pm[i];
+    }
+  });
+
+  Tape* tape = recording_tape({&x});
+  if (!tape) return Var(std::move(y));
+  int32_t id = tape->record(kDropout, std::move(y), {&x});
+  tape->save(id, std::move(m));
+  return tape->output(id);
+}
+
+}  // namespace tapestry::ops
