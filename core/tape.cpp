@@ -92,13 +92,17 @@ void Tape::save(int32_t node, Tensor t) {
   ++n.saved_count;
 }
 
-void Tape::save_attrs(int32_t node, std::span<const int64_t> attrs) {
+template <class I>
+void Tape::append_attrs(int32_t node, std::span<const I> attrs) {
   Node& n = nodes_[node];
   if (node != static_cast<int32_t>(nodes_.size()) - 1 || n.attr_begin + n.attr_count != attrs_.size())
     throw TapeError(fmt::format("tape: attributes for node {} ({}) after a later node was recorded", node, n.op->name));
   attrs_.insert(attrs_.end(), attrs.begin(), attrs.end());
   n.attr_count += static_cast<uint32_t>(attrs.size());
 }
+
+void Tape::save_attrs(int32_t node, std::span<const int64_t> attrs) { append_attrs(node, attrs); }
+void Tape::save_attrs(int32_t node, std::span<const int32_t> attrs) { append_attrs(node, attrs); }
 
 void Tape::set_scalars(int32_t node, double s0, double s1) {
   nodes_[node].scalar[0] = s0;

@@ -94,6 +94,7 @@ class Tape {
   // Saves a tensor for backward; all saves for a node come right after its record().
   void save(int32_t node, Tensor t);
   void save_attrs(int32_t node, std::span<const int64_t> attrs);
+  void save_attrs(int32_t node, std::span<const int32_t> attrs);
   void set_scalars(int32_t node, double s0, double s1 = 0);
   Var output(int32_t node) { return Var(nodes_[node].value, this, node); }
 
@@ -133,6 +134,8 @@ class Tape {
   friend class NoGrad;
   int32_t append(const OpDef& op, Tensor value);
   void add_input(const Var& v);
+  template <class I>
+  void append_attrs(int32_t node, std::span<const I> attrs);
 
   std::vector<Node> nodes_;
   std::vector<int32_t> edges_;

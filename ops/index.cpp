@@ -31,12 +31,14 @@ void gather_backward(Tape& tape, const Node& n) {
   Tensor* dtable = tape.input_grad(n, 0);
   if (!dtable) return;
   std::span<const int64_t> idx = tape.attrs(n);
+  const auto skip = static_cast<int64_t>(n.scalar[0]);
   const int64_t row = dtable->shape().inner(0);  // elements per table row
   dispatch(n.value.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* dy = n.grad.data<T>();
     T* d = dtable->data<T>();
     for (size_t i = 0; i < idx.size(); ++i) {
+      if (idx[i] == skip) continue;
       T* dst = d + idx[i] * row;
       const T* src = dy + static_cast<int64_t>(i) * row;
       for (int64_t j = 0; j < row; ++j) dst[j] += src[j];
@@ -46,7 +48,8 @@ void gather_backward(Tape& tape, const Node& n) {
 TAPESTRY_OP(kGather, "gather", gather_backward,
             "y[i] = table[idx[i]];  dtable[idx[i]] += dy[i]  (repeated indices accumulate)");
 
-Var gather(const Var& table, std::span<const int32_t> indices, const Shape& index_shape) {
+Var gather(const Var& table, std::span<const int32_t> indices, const Shape& index_shape,
+           int32_t no_grad_index) {
   const Shape& ts = table.shape();  // (V, ...)
   auto fail = [&](const std::string& why) {
     return ShapeError(
@@ -82,8 +85,8 @@ Var gather(const Var& table, std::span<const int32_t> indices, const Shape& inde
   Tape* tape = recording_tape({&table});
   if (!tape) return Var(std::move(y));
   int32_t id = tape->record(kGather, std::move(y), {&table});
-  std::vector<int64_t> attrs(indices.begin(), indices.end());
-  tape->save_attrs(id, attrs);
+  tape->save_attrs(id, indices);
+  tape->set_scalars(id, no_grad_index);
   return tape->output(id);
 }
 

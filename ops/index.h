@@ -13,8 +13,10 @@ namespace tapestry::ops {
 //   table (V,E), indices (B,S) -> (B,S,E)
 // Throws ShapeError if indices.size() != index_shape.numel() or table is a scalar, and IndexError
 // naming the position and the valid range [0, V) for an index outside it. Repeated indices
-// accumulate their gradients into the same row.
-Var gather(const Var& table, std::span<const int32_t> indices, const Shape& index_shape);
+// accumulate their gradients into the same row. Rows looked up by `no_grad_index` (an embedding's
+// padding id; -1 for none) pass no gradient back to the table, as torch.nn.Embedding's padding_idx.
+Var gather(const Var& table, std::span<const int32_t> indices, const Shape& index_shape,
+           int32_t no_grad_index = -1);
 // The same with a 1-D index list: table (V, ...), N indices -> (N, ...).
 Var gather(const Var& table, std::span<const int32_t> indices);
 
