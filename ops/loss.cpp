@@ -1,0 +1,107 @@
+// Cross-entropy fused with its softmax: one pass for the loss, the probabilities kept for backward.
+#include "ops/loss.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "ops/kernels.h"
+
+namespace tapestry::ops {
+
+namespace {
+
+// Throws unless logits is (N,V) with N targets, each in [0,V) or equal to ignore_index.
+void check_cross_entropy(const Shape& s, std::span<const int32_t> targets, int32_t ignore_index) {
+  const auto n = static_cast<int64_t>(targets.size());
+  if (s.ndim() != 2)
+    throw ShapeError(fmt::format(
+        "cross_entropy: logits {} and targets ({}): logits must be 2-D (N,V)", s.str(), n));
+  if (n != s[0])
+    throw ShapeError(
+        fmt::format("cross_entropy: logits {} and targets ({}): expected one target per row ({})",
+                    s.str(), n, s[0]));
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t t = targets[i];
+    if (t != ignore_index && (t < 0 || t >= s[1]))
+      throw IndexError(fmt::format(
+          "cross_entropy: row {} has target {}, outside [0,V) for logits {} with V = {} "
+          "(and not ignore_index {})",
+          i, t, s.str(), s[1], ignore_index));
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// cross_entropy
+// L = mean_i (logsumexp(z_i) - z_i[t_i]);  dz_i += dL * (softmax(z_i) - onehot(t_i)) / count
+// Reads the saved probabilities, the targets (attrs) and scalars (count, ignore_index).
+void cross_entropy_backward(Tape& tape, const Node& n) {
+  Tensor* dz = tape.input_grad(n, 0);
+  const double count = n.scalar[0];
+  if (!dz || count == 0) return;
+  const Tensor& p = tape.saved(n, 0);
+  std::span<const int64_t> targets = tape.attrs(n);
+  const auto ignore_index = static_cast<int64_t>(n.scalar[1]);
+  const int64_t v = p.dim(1);
+  dispatch(p.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T g = static_cast<T>(n.grad.data<T>()[0] / count);
+    const T* pp = p.data<T>();
+    T* d = dz->data<T>();
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (targets[i] == ignore_index) continue;
+      const int64_t row = static_cast<int64_t>(i) * v;
+      for (int64_t j = 0; j < v; ++j) d[row + j] += g * pp[row + j];
+      d[row + targets[i]] -= g;
+    }
+  });
+}
+TAPESTRY_OP(
+    kCrossEntropy, "cross_entropy", cross_entropy_backward,
+    "L = mean_i(logsumexp(z_i) - z_i[t_i]);  dz_i += dL * (softmax(z_i) - onehot(t_i)) / count");
+
+// logits (N,V), targets (N) -> loss ()
+Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t ignore_index) {
+  check_cross_entropy(logits.shape(), targets, ignore_index);
+  const int64_t n = logits.dim(0), v = logits.dim(1);
+  Tape* tape = recording_tape({&logits});
+  // The probabilities are written only when backward will read them; ignored rows stay 0.
+  Tensor probs = tape ? Tensor::zeros(logits.shape(), logits.dtype()) : Tensor();
+  double total = 0;
+  int64_t count = 0;
+  dispatch(logits.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* z = logits.value().data<T>();
+    T* pp = probs.defined() ? probs.data<T>() : nullptr;
+    for (int64_t i = 0; i < n; ++i) {
+      if (targets[i] == ignore_index) continue;
+      const T* zi = z + i * v;
+      const T m = *std::max_element(zi, zi + v);
+      T* pi = pp ? pp + i * v : nullptr;
+      T s = 0;
+      for (int64_t j = 0; j < v; ++j) {
+        const T e = std::exp(zi[j] - m);
+        s += e;
+        if (pi) pi[j] = e;
+      }
+      total += static_cast<double>(std::log(s) - (zi[targets[i]] - m));
+      ++count;
+      if (!pi) continue;
+      const T inv = T(1) / s;
+      for (int64_t j = 0; j < v; ++j) pi[j] *= inv;
+    }
+  });
+  Tensor loss =
+      Tensor::scalar(count > 0 ? total / static_cast<double>(count) : 0.0, logits.dtype());
+  if (!tape) return Var(std::move(loss));
+  int32_t id = tape->record(kCrossEntropy, std::move(loss), {&logits});
+  tape->save(id, std::move(probs));
+  std::vector<int64_t> t(targets.begin(), targets.end());
+  tape->save_attrs(id, t);
+  tape->set_scalars(id, static_cast<double>(count), ignore_index);
+  return tape->output(id);
+}
+
+}  // namespace tapestry::ops

@@ -1,0 +1,271 @@
+// Softmax, log_softmax and cross_entropy: values against hand computation, masks, errors.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ops/arith.h"
+#include "ops/loss.h"
+#include "ops/softmax.h"
+
+using namespace tapestry;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const double kInf = std::numeric_limits<double>::infinity();
+
+// The message of the exception f throws (empty if it throws none).
+template <class F>
+std::string message_of(F f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool all_finite(const Tensor& t) {
+  for (double v : t.to_vector())
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("softmax of [1,2,3]", "[softmax]") {
+  const double want[] = {0.09003057317038046, 0.24472847105479764, 0.6652409557748218};
+  SECTION("float64") {
+    Tensor y = ops::softmax(Tensor::from({1, 2, 3}, {3}, DType::f64)).value();
+    for (int i = 0; i < 3; ++i) REQUIRE(y.at(i) == Approx(want[i]).margin(1e-7).epsilon(0));
+  }
+  SECTION("float32") {
+    Tensor y = ops::softmax(Tensor::from({1, 2, 3}, {3}, DType::f32)).value();
+    REQUIRE(y.dtype() == DType::f32);
+    for (int i = 0; i < 3; ++i) REQUIRE(y.at(i) == Approx(want[i]).margin(1e-6).epsilon(0));
+  }
+}
+
+TEST_CASE("softmax is invariant to a constant and does not overflow", "[softmax]") {
+  Tensor x = Tensor::from({0.5, -1.25, 2, 0.75, 3, -2}, {2, 3}, DType::f64);
+  Tensor y = ops::softmax(x).value();
+  for (double c : {-1000.0, -7.5, 7.5, 1000.0}) {
+    Tensor yc = ops::softmax(x + c).value();
+    for (int i = 0; i < 6; ++i) REQUIRE(yc.at(i) == Approx(y.at(i)).margin(1e-12).epsilon(0));
+  }
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor big = ops::softmax(Tensor::from({1000, 1001, 1002}, {3}, dt)).value();
+    REQUIRE(all_finite(big));
+    REQUIRE(big.at(2) == Approx(0.6652409557748218).margin(1e-6).epsilon(0));
+    Tensor lbig = ops::log_softmax(Tensor::from({-1000, -1001, -1002}, {3}, dt)).value();
+    REQUIRE(all_finite(lbig));
+    REQUIRE(lbig.at(0) == Approx(-0.40760596444438013).margin(1e-6).epsilon(0));
+  }
+}
+
+TEST_CASE("softmax along axis 0 and a middle axis", "[softmax]") {
+  // Columns of a (3,2) are the vectors [1,2,3] and [3,2,1].
+  Tensor y = ops::softmax(Tensor::from({1, 3, 2, 2, 3, 1}, {3, 2}, DType::f64), 0).value();
+  REQUIRE(y.at(0) == Approx(0.09003057317038046));
+  REQUIRE(y.at(4) == Approx(0.6652409557748218));
+  REQUIRE(y.at(1) == Approx(0.6652409557748218));
+  REQUIRE(y.at(5) == Approx(0.09003057317038046));
+  // (2,3,2) along axis 1: every (b, :, k) sums to 1.
+  Tensor x3 = Tensor::from({1, -2, 0, 3, 2, 1, 4, 0, -1, 2, 0.5, 5}, {2, 3, 2}, DType::f64);
+  Tensor y3 = ops::softmax(x3, 1).value();
+  for (int b = 0; b < 2; ++b)
+    for (int k = 0; k < 2; ++k) {
+      double s = 0;
+      for (int t = 0; t < 3; ++t) s += y3.at(b * 6 + t * 2 + k);
+      REQUIRE(s == Approx(1.0));
+    }
+}
+
+TEST_CASE("log_softmax of [1,2,3]", "[softmax]") {
+  // log(e + e^2 + e^3) = 3.40760596444438
+  const double want[] = {-2.40760596444438, -1.4076059644443801, -0.40760596444438013};
+  Tensor y = ops::log_softmax(Tensor::from({1, 2, 3}, {3}, DType::f64)).value();
+  for (int i = 0; i < 3; ++i) REQUIRE(y.at(i) == Approx(want[i]).margin(1e-7).epsilon(0));
+  Tensor y32 = ops::log_softmax(Tensor::from({1, 2, 3}, {3}, DType::f32)).value();
+  for (int i = 0; i < 3; ++i) REQUIRE(y32.at(i) == Approx(want[i]).margin(1e-6).epsilon(0));
+}
+
+TEST_CASE("masked softmax: exact zeros, sums to 1 over real positions", "[softmax]") {
+  // Masked entries must not matter, however large: [1, 50, 2, 3] with 50 masked is
+  // softmax([1,2,3]).
+  Tensor x = Tensor::from({1, 50, 2, 3}, {4}, DType::f64);
+  Tensor mask = Tensor::from({1, 0, 1, 1}, {4}, DType::f64);
+  Tensor y = ops::softmax(x, -1, mask).value();
+  REQUIRE(y.at(1) == 0.0);
+  REQUIRE(y.at(0) == Approx(0.09003057317038046));
+  REQUIRE(y.at(2) == Approx(0.24472847105479764));
+  REQUIRE(y.at(3) == Approx(0.6652409557748218));
+  Tensor ly = ops::log_softmax(x, -1, mask).value();
+  REQUIRE(ly.at(1) == -kInf);
+  REQUIRE(ly.at(3) == Approx(-0.40760596444438013));
+}
+
+TEST_CASE("masked softmax with a (B,1,S) mask broadcast over (B,T,S)", "[softmax]") {
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor x = Tensor::from({0.3, -1, 2, 0.5, 1, 1, 1, 1, -3, 4,  0, 2,  //
+                             5,   6,  7, 8,   0, 0, 0, 0, 1,  -1, 1, -1},
+                            {2, 3, 4}, dt);
+    Tensor mask = Tensor::from({1, 1, 0, 1, 0, 1, 1, 0}, {2, 1, 4}, dt);
+    Tensor y = ops::softmax(x, -1, mask).value();
+    for (int b = 0; b < 2; ++b)
+      for (int t = 0; t < 3; ++t) {
+        double sum = 0;
+        for (int s = 0; s < 4; ++s) {
+          const double v = y.at((b * 3 + t) * 4 + s);
+          if (mask.at(b * 4 + s) == 0) {
+            REQUIRE(v == 0.0);
+          } else {
+            REQUIRE(v > 0.0);
+            sum += v;
+          }
+        }
+        REQUIRE(sum == Approx(1.0).epsilon(1e-6));
+      }
+  }
+}
+
+TEST_CASE("fully masked rows: zeros / -inf forward, zero gradient, no NaN", "[softmax]") {
+  Tensor x = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3}, DType::f64);
+  Tensor mask = Tensor::from({1, 0, 1, 0, 0, 0}, {2, 3}, DType::f64);
+  Tensor seed = Tensor::from({0.5, -1, 2, 3, -4, 1.5}, {2, 3}, DType::f64);
+  SECTION("softmax") {
+    Tape tape;
+    Var xv = tape.leaf(x);
+    Var y = ops::softmax(xv, -1, mask);
+    for (int i = 3; i < 6; ++i) REQUIRE(y.value().at(i) == 0.0);
+    REQUIRE(all_finite(y.value()));
+    tape.backward(y, seed);
+    Tensor dx = tape.grad(xv);
+    REQUIRE(all_finite(dx));
+    for (int i : {1, 3, 4, 5}) REQUIRE(dx.at(i) == 0.0);
+    // Real row 0 is softmax([1,3]) with seed [0.5, 2]: dx = y * (dy - sum(dy*y)).
+    const double p0 = 1 / (1 + std::exp(2.0)), p2 = 1 - p0, dot = 0.5 * p0 + 2 * p2;
+    REQUIRE(dx.at(0) == Approx(p0 * (0.5 - dot)));
+    REQUIRE(dx.at(2) == Approx(p2 * (2 - dot)));
+  }
+  SECTION("log_softmax") {
+    Tape tape;
+    Var xv = tape.leaf(x);
+    Var y = ops::log_softmax(xv, -1, mask);
+    for (int i : {1, 3, 4, 5}) REQUIRE(y.value().at(i) == -kInf);
+    tape.backward(y, seed);
+    Tensor dx = tape.grad(xv);
+    REQUIRE(all_finite(dx));
+    for (int i : {1, 3, 4, 5}) REQUIRE(dx.at(i) == 0.0);
+    // dx = dy - p * sum(dy) over the real entries [1,3] with seed [0.5, 2].
+    const double p0 = 1 / (1 + std::exp(2.0));
+    REQUIRE(dx.at(0) == Approx(0.5 - p0 * 2.5));
+    REQUIRE(dx.at(2) == Approx(2 - (1 - p0) * 2.5));
+  }
+}
+
+TEST_CASE("softmax and log_softmax errors name the op and the shapes", "[softmax]") {
+  Tensor x = Tensor::zeros({2, 3}, DType::f64);
+  Tensor bad = Tensor::full({2, 4}, 1.0, DType::f64);
+  REQUIRE_THROWS_AS(ops::softmax(x, -1, bad), ShapeError);
+  std::string msg = message_of([&] { ops::softmax(x, -1, bad); });
+  REQUIRE_THAT(msg, Contains("softmax: x (2,3) and mask (2,4)"));
+  msg = message_of([&] { ops::log_softmax(x, -1, Tensor::full({3, 1}, 1.0, DType::f64)); });
+  REQUIRE_THAT(msg, Contains("log_softmax: x (2,3) and mask (3,1)"));
+  // More dimensions than x is no broadcast either.
+  REQUIRE_THROWS_AS(ops::softmax(x, -1, Tensor::full({1, 2, 3}, 1.0, DType::f64)), ShapeError);
+
+  Tensor mask32 = Tensor::full({2, 3}, 1.0, DType::f32);
+  REQUIRE_THROWS_AS(ops::softmax(x, -1, mask32), DTypeError);
+  msg = message_of([&] { ops::log_softmax(x, -1, mask32); });
+  REQUIRE_THAT(msg, Contains("log_softmax"));
+  REQUIRE_THAT(msg, Contains("(2,3) float32"));
+
+  REQUIRE_THROWS_AS(ops::softmax(x, 2), IndexError);
+  REQUIRE_THROWS_AS(ops::log_softmax(x, -3), IndexError);
+  REQUIRE_THAT(message_of([&] { ops::softmax(x, 2); }), Contains("softmax") && Contains("(2,3)"));
+}
+
+TEST_CASE("cross_entropy of known logits, with ignore_index", "[loss]") {
+  // Row 0: logits [0,0,0], target 1: log(3) - 0                    = 1.0986122886681098
+  // Row 1: logits [1,2,3], target 2: log(e + e^2 + e^3) - 3        = 0.40760596444438013
+  // Row 2: logits [5,0,-5], target 0 = ignore_index: left out.
+  // Loss = (1.0986122886681098 + 0.40760596444438013) / 2        = 0.753109126556245
+  Tensor z = Tensor::from({0, 0, 0, 1, 2, 3, 5, 0, -5}, {3, 3}, DType::f64);
+  const std::vector<int32_t> t = {1, 2, 0};
+  REQUIRE(ops::cross_entropy(z, t, 0).value().shape() == Shape{});
+  REQUIRE(ops::cross_entropy(z, t, 0).value().item() == Approx(0.753109126556245).epsilon(1e-12));
+  // Without ignoring, row 2 adds log(e^5 + 1 + e^-5) - 5 and the mean is over 3 rows.
+  const double row2 = std::log(std::exp(5.0) + 1 + std::exp(-5.0)) - 5;
+  const double all3 = (1.0986122886681098 + 0.40760596444438013 + row2) / 3;
+  REQUIRE(ops::cross_entropy(z, t).value().item() == Approx(all3).epsilon(1e-12));
+  // float32 agrees to single precision.
+  Tensor z32 = z.to(DType::f32);
+  REQUIRE(ops::cross_entropy(z32, t, 0).value().dtype() == DType::f32);
+  REQUIRE(ops::cross_entropy(z32, t, 0).value().item() == Approx(0.753109126556245).epsilon(1e-6));
+  // Large logits do not overflow: row 1 shifted by 1000 has the same loss.
+  Tensor big = Tensor::from({1001, 1002, 1003}, {1, 3}, DType::f64);
+  REQUIRE(ops::cross_entropy(big, std::vector<int32_t>{2}).value().item() ==
+          Approx(0.40760596444438013).epsilon(1e-12));
+}
+
+TEST_CASE("cross_entropy backward is (softmax - onehot) / count", "[loss]") {
+  Tensor z =
+      Tensor::from({0.5, -1, 2, 0, 1, 1, 1, 1, 3, -2, 0.25, 4, -1, 0, 1, 2}, {4, 4}, DType::f64);
+  const std::vector<int32_t> t = {2, -100, 3, 0};  // row 1 ignored: count = 3
+  Tape tape;
+  Var zv = tape.leaf(z);
+  Var loss = ops::cross_entropy(zv, t);
+  tape.backward(loss);
+  Tensor dz = tape.grad(zv);
+  Tensor p = ops::softmax(z).value();
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      const double want = t[i] == -100 ? 0.0 : (p.at(i * 4 + j) - (j == t[i] ? 1.0 : 0.0)) / 3;
+      REQUIRE(dz.at(i * 4 + j) == Approx(want).margin(1e-15));
+    }
+  // A seed of 2 doubles it.
+  Tape tape2;
+  Var zv2 = tape2.leaf(z);
+  tape2.backward(ops::cross_entropy(zv2, t), Tensor::scalar(2.0, DType::f64));
+  REQUIRE(tape2.grad(zv2).at(0) == Approx(2 * dz.at(0)));
+}
+
+TEST_CASE("cross_entropy with every row ignored is 0 with zero gradient", "[loss]") {
+  Tensor z = Tensor::from({1, 2, 3, 4}, {2, 2}, DType::f64);
+  Tape tape;
+  Var zv = tape.leaf(z);
+  Var loss = ops::cross_entropy(zv, std::vector<int32_t>{-100, -100});
+  REQUIRE(loss.value().item() == 0.0);
+  tape.backward(loss);
+  Tensor dz = tape.grad(zv);
+  for (int i = 0; i < 4; ++i) REQUIRE(dz.at(i) == 0.0);
+  // No rows at all.
+  REQUIRE(ops::cross_entropy(Tensor::zeros({0, 5}, DType::f64), {}).value().item() == 0.0);
+}
+
+TEST_CASE("cross_entropy errors name the op, the shapes, the row and the target", "[loss]") {
+  Tensor z = Tensor::zeros({4, 3}, DType::f64);
+  const std::vector<int32_t> three = {0, 1, 2};
+  REQUIRE_THROWS_AS(ops::cross_entropy(z, three), ShapeError);
+  REQUIRE_THAT(message_of([&] { ops::cross_entropy(z, three); }),
+               Contains("cross_entropy") && Contains("logits (4,3)") && Contains("targets (3)"));
+
+  Tensor z3 = Tensor::zeros({2, 2, 3}, DType::f64);
+  const std::vector<int32_t> two = {0, 1};
+  REQUIRE_THROWS_AS(ops::cross_entropy(z3, two), ShapeError);
+  REQUIRE_THAT(message_of([&] { ops::cross_entropy(z3, two); }),
+               Contains("cross_entropy") && Contains("(2,2,3)") && Contains("2-D"));
+
+  const std::vector<int32_t> out_of_range = {0, 3, 1, 2};
+  REQUIRE_THROWS_AS(ops::cross_entropy(z, out_of_range), IndexError);
+  REQUIRE_THAT(
+      message_of([&] { ops::cross_entropy(z, out_of_range); }),
+      Contains("cross_entropy") && Contains("row 1") && Contains("target 3") && Contains("V = 3"));
+  // A negative target other than ignore_index is an error too; it is fine once it is ignored.
+  const std::vector<int32_t> negative = {0, 1, -1, 2};
+  REQUIRE_THROWS_AS(ops::cross_entropy(z, negative), IndexError);
+  REQUIRE_NOTHROW(ops::cross_entropy(z, negative, -1));
+}
