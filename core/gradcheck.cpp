@@ -45,7 +45,8 @@ GradcheckResult run_gradcheck(const GradcheckCase& c) {
     std::vector<CheckedTensor> checked = f->checked();
     for (auto& t : checked) {
       if (t.value->dtype() != DType::f64)
-        throw DTypeError(fmt::format("gradcheck: {} is {}, cases run in float64", t.name, dtype_name(t.value->dtype())));
+        throw DTypeError(fmt::format("gradcheck: {} is {}, cases run in float64", t.name,
+                                     dtype_name(t.value->dtype())));
       t.grad->zero();
     }
 
@@ -100,7 +101,8 @@ class OpFixture : public GradcheckFixture {
   }
   std::vector<CheckedTensor> checked() override {
     std::vector<CheckedTensor> out;
-    for (size_t i = 0; i < xs_.size(); ++i) out.push_back({fmt::format("x{}", i), &xs_[i], &dxs_[i]});
+    for (size_t i = 0; i < xs_.size(); ++i)
+      out.push_back({fmt::format("x{}", i), &xs_[i], &dxs_[i]});
     return out;
   }
   Var forward(Tape& tape) override {
@@ -117,7 +119,8 @@ class OpFixture : public GradcheckFixture {
 double sample(Rng& rng, const InputSpec& s) {
   for (int tries = 0; tries < 1000; ++tries) {
     double v = rng.uniform(s.lo, s.hi);
-    bool near = std::any_of(s.avoid.begin(), s.avoid.end(), [&](double k) { return std::abs(v - k) < s.margin; });
+    bool near = std::any_of(s.avoid.begin(), s.avoid.end(),
+                            [&](double k) { return std::abs(v - k) < s.margin; });
     if (!near) return v;
   }
   throw ValueError("gradcheck: could not sample a value away from the kinks");
@@ -125,7 +128,8 @@ double sample(Rng& rng, const InputSpec& s) {
 
 }  // namespace
 
-GradcheckCase op_case(std::string op, std::string name, std::vector<InputSpec> inputs, OpFn fn, double eps) {
+GradcheckCase op_case(std::string op, std::string name, std::vector<InputSpec> inputs, OpFn fn,
+                      double eps) {
   GradcheckCase c;
   c.op = std::move(op);
   c.name = std::move(name);
@@ -134,7 +138,8 @@ GradcheckCase op_case(std::string op, std::string name, std::vector<InputSpec> i
     if (i) c.shapes += ' ';
     c.shapes += inputs[i].shape.str();
   }
-  c.make = [inputs = std::move(inputs), fn = std::move(fn)](Rng& rng) -> std::unique_ptr<GradcheckFixture> {
+  c.make = [inputs = std::move(inputs),
+            fn = std::move(fn)](Rng& rng) -> std::unique_ptr<GradcheckFixture> {
     std::vector<Tensor> xs;
     for (const auto& s : inputs) {
       Tensor t = Tensor::empty(s.shape, DType::f64);

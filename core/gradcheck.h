@@ -31,8 +31,8 @@ class GradcheckFixture {
 };
 
 struct GradcheckCase {
-  std::string op;    // the op (an OpDef name) or layer this case checks
-  std::string name;  // what the case covers: "broadcast rows", "batch of 3", ...
+  std::string op;      // the op (an OpDef name) or layer this case checks
+  std::string name;    // what the case covers: "broadcast rows", "batch of 3", ...
   std::string shapes;  // the input shapes, for the report
   double eps = 1e-6;   // central-difference step
   double tol = 1e-6;   // largest relative error that passes
@@ -43,10 +43,11 @@ struct GradcheckCase {
 struct GradcheckResult {
   const GradcheckCase* c = nullptr;
   double max_abs = 0;  // max |analytic - numeric| over all checked elements
-  double max_rel = 0;  // max over checked tensors of max|analytic - numeric| / max(|analytic|,|numeric|)
-  std::string worst;   // the checked tensor with the largest relative error
+  double max_rel =
+      0;  // max over checked tensors of max|analytic - numeric| / max(|analytic|,|numeric|)
+  std::string worst;  // the checked tensor with the largest relative error
   bool pass = false;
-  std::string error;   // an exception thrown by the case, if any
+  std::string error;                      // an exception thrown by the case, if any
   std::vector<std::string> ops_recorded;  // names of the ops on the tape of the analytic pass
 };
 
@@ -59,13 +60,14 @@ GradcheckResult run_gradcheck(const GradcheckCase& c);
 
 struct InputSpec {
   Shape shape;
-  double lo = -1, hi = 1;         // uniform range of the random values
+  double lo = -1, hi = 1;          // uniform range of the random values
   std::vector<double> avoid = {};  // values to keep away from (kinks such as relu's 0)
   double margin = 1e-3;            // minimum distance from any value in `avoid`
 };
 
 using OpFn = std::function<Var(std::span<const Var> x)>;
-GradcheckCase op_case(std::string op, std::string name, std::vector<InputSpec> inputs, OpFn fn, double eps = 1e-6);
+GradcheckCase op_case(std::string op, std::string name, std::vector<InputSpec> inputs, OpFn fn,
+                      double eps = 1e-6);
 
 // ---- the registry
 

@@ -12,7 +12,7 @@ namespace tapestry {
 struct Storage {
   std::atomic<int32_t> refs{0};
   int32_t size_class = 0;
-  size_t bytes = 0;   // usable bytes (>= what was asked for)
+  size_t bytes = 0;  // usable bytes (>= what was asked for)
   void* data = nullptr;
 };
 

@@ -12,7 +12,9 @@ uint64_t splitmix64(uint64_t& x) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 }  // namespace
 
 Rng::Rng(uint64_t seed) {
@@ -31,9 +33,13 @@ uint64_t Rng::next_u64() {
   return result;
 }
 
-double Rng::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+double Rng::uniform() {
+  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+}
 
-double Rng::uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+double Rng::uniform(double lo, double hi) {
+  return lo + (hi - lo) * uniform();
+}
 
 double Rng::normal(double mean, double stddev) {
   double u1 = uniform();
@@ -42,9 +48,13 @@ double Rng::normal(double mean, double stddev) {
   return mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
-int64_t Rng::randint(int64_t n) { return n <= 0 ? 0 : static_cast<int64_t>(next_u64() % static_cast<uint64_t>(n)); }
+int64_t Rng::randint(int64_t n) {
+  return n <= 0 ? 0 : static_cast<int64_t>(next_u64() % static_cast<uint64_t>(n));
+}
 
-Rng Rng::split() { return Rng(next_u64()); }
+Rng Rng::split() {
+  return Rng(next_u64());
+}
 
 void Rng::fill_uniform(Tensor& t, double lo, double hi) {
   dispatch(t.dtype(), [&](auto tag) {

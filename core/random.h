@@ -12,10 +12,10 @@ class Rng {
   explicit Rng(uint64_t seed = 0);
 
   uint64_t next_u64();
-  double uniform();                          // [0, 1)
-  double uniform(double lo, double hi);      // [lo, hi)
+  double uniform();                      // [0, 1)
+  double uniform(double lo, double hi);  // [lo, hi)
   double normal(double mean = 0, double stddev = 1);
-  int64_t randint(int64_t n);                // [0, n)
+  int64_t randint(int64_t n);  // [0, n)
   // An independent generator derived from this one (for a sub-component that needs its own).
   Rng split();
 

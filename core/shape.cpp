@@ -7,19 +7,24 @@
 
 namespace tapestry {
 
-Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::span<const int64_t>(dims.begin(), dims.size())) {}
+Shape::Shape(std::initializer_list<int64_t> dims)
+    : Shape(std::span<const int64_t>(dims.begin(), dims.size())) {}
 
 Shape::Shape(std::span<const int64_t> dims) {
   if (dims.size() > static_cast<size_t>(kMaxDims))
-    throw ShapeError(fmt::format("shape: {} dimensions given, at most {} supported", dims.size(), kMaxDims));
+    throw ShapeError(
+        fmt::format("shape: {} dimensions given, at most {} supported", dims.size(), kMaxDims));
   for (size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0) throw ShapeError(fmt::format("shape: negative dimension {} at axis {}", dims[i], i));
+    if (dims[i] < 0)
+      throw ShapeError(fmt::format("shape: negative dimension {} at axis {}", dims[i], i));
     dims_[i] = dims[i];
   }
   ndim_ = static_cast<int>(dims.size());
 }
 
-int64_t Shape::dim(int a) const { return dims_[axis(a, "dim")]; }
+int64_t Shape::dim(int a) const {
+  return dims_[axis(a, "dim")];
+}
 
 int64_t Shape::numel() const {
   int64_t n = 1;
@@ -30,7 +35,8 @@ int64_t Shape::numel() const {
 int Shape::axis(int a, const char* op) const {
   int r = a < 0 ? a + ndim_ : a;
   if (r < 0 || r >= ndim_)
-    throw IndexError(fmt::format("{}: axis {} is out of range for shape {} ({} dimensions)", op, a, str(), ndim_));
+    throw IndexError(fmt::format("{}: axis {} is out of range for shape {} ({} dimensions)", op, a,
+                                 str(), ndim_));
   return r;
 }
 
@@ -87,8 +93,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     int ia = a.ndim() - n + i, ib = b.ndim() - n + i;
     int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
     if (da != db && da != 1 && db != 1)
-      throw ShapeError(fmt::format("{}: shapes {} and {} do not broadcast (axis {} of the result: {} vs {})", op,
-                                   a.str(), b.str(), i, da, db));
+      throw ShapeError(
+          fmt::format("{}: shapes {} and {} do not broadcast (axis {} of the result: {} vs {})", op,
+                      a.str(), b.str(), i, da, db));
     out.push_back(da == 1 ? db : da);
   }
   return out;

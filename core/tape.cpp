@@ -15,9 +15,13 @@ std::vector<const OpDef*>& op_registry() {
 }
 }  // namespace
 
-const std::vector<const OpDef*>& all_ops() { return op_registry(); }
+const std::vector<const OpDef*>& all_ops() {
+  return op_registry();
+}
 
-OpRegistrar::OpRegistrar(const OpDef& op) { op_registry().push_back(&op); }
+OpRegistrar::OpRegistrar(const OpDef& op) {
+  op_registry().push_back(&op);
+}
 
 namespace {
 // Epochs are unique across all tapes, so (tape, epoch) never repeats even when a new tape
@@ -51,7 +55,8 @@ int32_t Tape::append(const OpDef& op, Tensor value) {
 
 void Tape::add_input(const Var& v) {
   if (v.requires_grad() && v.tape() != this)
-    throw TapeError(fmt::format("{}: an input was recorded on another tape", nodes_.back().op->name));
+    throw TapeError(
+        fmt::format("{}: an input was recorded on another tape", nodes_.back().op->name));
   edges_.push_back(v.requires_grad() ? v.node() : -1);
   ++nodes_.back().in_count;
 }
@@ -65,8 +70,9 @@ Var Tape::leaf(Tensor value) {
 Var Tape::bind(Tensor value, Tensor grad) {
   if (!recording()) return Var(std::move(value));
   if (grad.shape() != value.shape() || grad.dtype() != value.dtype())
-    throw ShapeError(fmt::format("bind: gradient {} {} does not match value {} {}", grad.shape().str(),
-                                 dtype_name(grad.dtype()), value.shape().str(), dtype_name(value.dtype())));
+    throw ShapeError(fmt::format("bind: gradient {} {} does not match value {} {}",
+                                 grad.shape().str(), dtype_name(grad.dtype()), value.shape().str(),
+                                 dtype_name(value.dtype())));
   int32_t id = append(kParamOp, std::move(value));
   nodes_[id].grad = std::move(grad);
   return output(id);
@@ -79,6 +85,8 @@ int32_t Tape::record(const OpDef& op, Tensor value, std::initializer_list<const 
 }
 
 int32_t Tape::record(const OpDef& op, Tensor value, std::span<const Var> inputs) {
+  if (inputs.size() > UINT16_MAX)
+    throw TapeError(fmt::format("{}: {} inputs, at most {}", op.name, inputs.size(), UINT16_MAX));
   int32_t id = append(op, std::move(value));
   for (const Var& v : inputs) add_input(v);
   return id;
@@ -86,8 +94,10 @@ int32_t Tape::record(const OpDef& op, Tensor value, std::span<const Var> inputs)
 
 void Tape::save(int32_t node, Tensor t) {
   Node& n = nodes_[node];
-  if (node != static_cast<int32_t>(nodes_.size()) - 1 || n.saved_begin + n.saved_count != saved_.size())
-    throw TapeError(fmt::format("tape: save for node {} ({}) after a later node was recorded", node, n.op->name));
+  if (node != static_cast<int32_t>(nodes_.size()) - 1 ||
+      n.saved_begin + n.saved_count != saved_.size())
+    throw TapeError(fmt::format("tape: save for node {} ({}) after a later node was recorded", node,
+                                n.op->name));
   saved_.push_back(std::move(t));
   ++n.saved_count;
 }
@@ -95,14 +105,20 @@ void Tape::save(int32_t node, Tensor t) {
 template <class I>
 void Tape::append_attrs(int32_t node, std::span<const I> attrs) {
   Node& n = nodes_[node];
-  if (node != static_cast<int32_t>(nodes_.size()) - 1 || n.attr_begin + n.attr_count != attrs_.size())
-    throw TapeError(fmt::format("tape: attributes for node {} ({}) after a later node was recorded", node, n.op->name));
+  if (node != static_cast<int32_t>(nodes_.size()) - 1 ||
+      n.attr_begin + n.attr_count != attrs_.size())
+    throw TapeError(fmt::format("tape: attributes for node {} ({}) after a later node was recorded",
+                                node, n.op->name));
   attrs_.insert(attrs_.end(), attrs.begin(), attrs.end());
   n.attr_count += static_cast<uint32_t>(attrs.size());
 }
 
-void Tape::save_attrs(int32_t node, std::span<const int64_t> attrs) { append_attrs(node, attrs); }
-void Tape::save_attrs(int32_t node, std::span<const int32_t> attrs) { append_attrs(node, attrs); }
+void Tape::save_attrs(int32_t node, std::span<const int64_t> attrs) {
+  append_attrs(node, attrs);
+}
+void Tape::save_attrs(int32_t node, std::span<const int32_t> attrs) {
+  append_attrs(node, attrs);
+}
 
 void Tape::set_scalars(int32_t node, double s0, double s1) {
   nodes_[node].scalar[0] = s0;
@@ -119,17 +135,21 @@ Tensor* Tape::input_grad(const Node& n, int k) {
 
 void Tape::backward(const Var& loss) {
   if (loss.numel() != 1)
-    throw TapeError(fmt::format("backward: the loss has shape {}; give a seed gradient for a non-scalar output",
-                                loss.shape().str()));
+    throw TapeError(
+        fmt::format("backward: the loss has shape {}; give a seed gradient for a non-scalar output",
+                    loss.shape().str()));
   backward(loss, Tensor::full(loss.shape(), 1.0, loss.dtype()));
 }
 
 void Tape::backward(const Var& y, const Tensor& dy) {
   if (y.tape() != this || y.node() < 0)
-    throw TapeError("backward: the output was not recorded on this tape (nothing it depends on needs a gradient)");
+    throw TapeError(
+        "backward: the output was not recorded on this tape (nothing it depends on needs a "
+        "gradient)");
   if (dy.shape() != y.shape() || dy.dtype() != y.dtype())
-    throw ShapeError(fmt::format("backward: seed gradient {} {} does not match output {} {}", dy.shape().str(),
-                                 dtype_name(dy.dtype()), y.shape().str(), dtype_name(y.dtype())));
+    throw ShapeError(fmt::format("backward: seed gradient {} {} does not match output {} {}",
+                                 dy.shape().str(), dtype_name(dy.dtype()), y.shape().str(),
+                                 dtype_name(y.dtype())));
   // Inner nodes start from zero so a second backward on the same tape adds only its own share to
   // the leaves (which accumulate, as parameters do).
   for (Node& n : nodes_)

@@ -33,9 +33,11 @@ struct OpRegistrar {
 const std::vector<const OpDef*>& all_ops();
 
 // Defines `const OpDef var` and registers it.
-#define TAPESTRY_OP(var, name, backward, math) \
-  const ::tapestry::OpDef var{name, backward, math}; \
-  static const ::tapestry::OpRegistrar var##_registrar{var}
+#define TAPESTRY_OP(var, name, backward, math)           \
+  const ::tapestry::OpDef var{name, backward, math};     \
+  static const ::tapestry::OpRegistrar var##_registrar { \
+    var                                                  \
+  }
 
 extern const OpDef kLeafOp;   // a leaf whose gradient is kept on the tape
 extern const OpDef kParamOp;  // a leaf whose gradient accumulates into a parameter's grad
@@ -56,7 +58,8 @@ class Var {
  public:
   Var() = default;
   Var(Tensor value) : value_(std::move(value)) {}  // NOLINT: constants convert implicitly
-  Var(Tensor value, Tape* tape, int32_t node) : value_(std::move(value)), tape_(tape), node_(node) {}
+  Var(Tensor value, Tape* tape, int32_t node)
+      : value_(std::move(value)), tape_(tape), node_(node) {}
 
   const Tensor& value() const { return value_; }
   const Shape& shape() const { return value_.shape(); }
@@ -118,9 +121,13 @@ class Tape {
   // ---- inspection and backward helpers
   size_t size() const { return nodes_.size(); }
   const Node& node(size_t i) const { return nodes_[i]; }
-  std::span<const int32_t> inputs(const Node& n) const { return {edges_.data() + n.in_begin, n.in_count}; }
+  std::span<const int32_t> inputs(const Node& n) const {
+    return {edges_.data() + n.in_begin, n.in_count};
+  }
   const Tensor& saved(const Node& n, int k) const { return saved_[n.saved_begin + k]; }
-  std::span<const int64_t> attrs(const Node& n) const { return {attrs_.data() + n.attr_begin, n.attr_count}; }
+  std::span<const int64_t> attrs(const Node& n) const {
+    return {attrs_.data() + n.attr_begin, n.attr_count};
+  }
   // The gradient buffer of input k of n, zero-initialised on first use; nullptr if that input
   // needs no gradient (a constant).
   Tensor* input_grad(const Node& n, int k);

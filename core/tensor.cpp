@@ -7,8 +7,12 @@
 
 namespace tapestry {
 
-const char* dtype_name(DType d) { return d == DType::f32 ? "float32" : "float64"; }
-size_t dtype_size(DType d) { return d == DType::f32 ? 4 : 8; }
+const char* dtype_name(DType d) {
+  return d == DType::f32 ? "float32" : "float64";
+}
+size_t dtype_size(DType d) {
+  return d == DType::f32 ? 4 : 8;
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   Tensor t;
@@ -32,8 +36,8 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
 
 Tensor Tensor::from(std::span<const double> values, const Shape& shape, DType dtype) {
   if (static_cast<int64_t>(values.size()) != shape.numel())
-    throw ShapeError(fmt::format("tensor: {} values given for shape {} ({} elements)", values.size(), shape.str(),
-                                 shape.numel()));
+    throw ShapeError(fmt::format("tensor: {} values given for shape {} ({} elements)",
+                                 values.size(), shape.str(), shape.numel()));
   Tensor t = empty(shape, dtype);
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -46,7 +50,8 @@ Tensor Tensor::from(std::span<const double> values, const Shape& shape, DType dt
 void Tensor::check_dtype(DType want) const {
   if (!defined()) throw Error("tensor: access to an undefined tensor");
   if (want != dtype_)
-    throw DTypeError(fmt::format("tensor: accessed as {} but holds {}", dtype_name(want), dtype_name(dtype_)));
+    throw DTypeError(
+        fmt::format("tensor: accessed as {} but holds {}", dtype_name(want), dtype_name(dtype_)));
 }
 
 double Tensor::at(int64_t i) const {
@@ -62,7 +67,9 @@ void Tensor::set(int64_t i, double v) {
 }
 
 double Tensor::item() const {
-  if (numel() != 1) throw ShapeError(fmt::format("item: tensor of shape {} has {} elements, not 1", shape_.str(), numel()));
+  if (numel() != 1)
+    throw ShapeError(
+        fmt::format("item: tensor of shape {} has {} elements, not 1", shape_.str(), numel()));
   return at(0);
 }
 
@@ -77,8 +84,8 @@ std::vector<double> Tensor::to_vector() const {
 
 Tensor Tensor::reshape(const Shape& shape) const {
   if (shape.numel() != numel())
-    throw ShapeError(fmt::format("reshape: cannot view shape {} ({} elements) as {} ({} elements)", shape_.str(),
-                                 numel(), shape.str(), shape.numel()));
+    throw ShapeError(fmt::format("reshape: cannot view shape {} ({} elements) as {} ({} elements)",
+                                 shape_.str(), numel(), shape.str(), shape.numel()));
   Tensor t = *this;
   t.shape_ = shape;
   return t;
@@ -86,7 +93,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
 
 Tensor Tensor::rows(int64_t begin, int64_t count) const {
   if (ndim() == 0 || begin < 0 || count < 0 || begin + count > shape_[0])
-    throw IndexError(fmt::format("rows: [{}, {}) out of range for shape {}", begin, begin + count, shape_.str()));
+    throw IndexError(fmt::format("rows: [{}, {}) out of range for shape {}", begin, begin + count,
+                                 shape_.str()));
   Tensor t = *this;
   t.shape_[0] = count;
   t.offset_ += begin * shape_.inner(0);
@@ -124,23 +132,27 @@ void Tensor::fill(double v) {
 }
 
 void Tensor::zero() {
-  if (numel() > 0) std::memset(static_cast<char*>(storage_.get()->data) + offset_ * dtype_size(dtype_), 0,
-                               numel() * dtype_size(dtype_));
+  if (numel() > 0)
+    std::memset(static_cast<char*>(storage_.get()->data) + offset_ * dtype_size(dtype_), 0,
+                numel() * dtype_size(dtype_));
 }
 
 void Tensor::copy_from(const Tensor& src) {
   if (src.numel() != numel() || src.dtype() != dtype_)
-    throw ShapeError(fmt::format("copy: source {} {} does not fit destination {} {}", src.shape().str(),
-                                 dtype_name(src.dtype()), shape_.str(), dtype_name(dtype_)));
+    throw ShapeError(fmt::format("copy: source {} {} does not fit destination {} {}",
+                                 src.shape().str(), dtype_name(src.dtype()), shape_.str(),
+                                 dtype_name(dtype_)));
   if (numel() > 0)
-    std::memmove(static_cast<char*>(storage_.get()->data) + offset_ * dtype_size(dtype_),
-                 static_cast<const char*>(src.storage_.get()->data) + src.offset_ * dtype_size(dtype_),
-                 numel() * dtype_size(dtype_));
+    std::memmove(
+        static_cast<char*>(storage_.get()->data) + offset_ * dtype_size(dtype_),
+        static_cast<const char*>(src.storage_.get()->data) + src.offset_ * dtype_size(dtype_),
+        numel() * dtype_size(dtype_));
 }
 
 Tensor Tensor::broadcast_to(const Shape& shape, const char* op) const {
   if (broadcast_shapes(shape_, shape, op) != shape)
-    throw ShapeError(fmt::format("{}: shape {} cannot be broadcast to {}", op, shape_.str(), shape.str()));
+    throw ShapeError(
+        fmt::format("{}: shape {} cannot be broadcast to {}", op, shape_.str(), shape.str()));
   if (shape == shape_) return *this;
   Tensor out = empty(shape, dtype_);
   auto st = broadcast_strides(shape_, shape);
@@ -195,8 +207,8 @@ std::string Tensor::str(int max_elems) const {
     hi = std::max(hi, x);
     sum += x;
   }
-  return fmt::format("<{} {} min {:.4g} max {:.4g} mean {:.4g}>", shape_.str(), dtype_name(dtype_), lo, hi,
-                     sum / static_cast<double>(v.size()));
+  return fmt::format("<{} {} min {:.4g} max {:.4g} mean {:.4g}>", shape_.str(), dtype_name(dtype_),
+                     lo, hi, sum / static_cast<double>(v.size()));
 }
 
 void check_same_dtype(const char* op, std::initializer_list<const Tensor*> ts) {
@@ -204,7 +216,9 @@ void check_same_dtype(const char* op, std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts) {
     if (t->dtype() != first->dtype()) {
       std::string list;
-      for (const Tensor* u : ts) list += fmt::format("{}{} {}", list.empty() ? "" : ", ", u->shape().str(), dtype_name(u->dtype()));
+      for (const Tensor* u : ts)
+        list += fmt::format("{}{} {}", list.empty() ? "" : ", ", u->shape().str(),
+                            dtype_name(u->dtype()));
       throw DTypeError(fmt::format("{}: operands have different dtypes: {}", op, list));
     }
   }

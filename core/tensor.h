@@ -19,9 +19,13 @@ size_t dtype_size(DType d);
 template <class T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<float>() { return DType::f32; }
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
 template <>
-constexpr DType dtype_of<double>() { return DType::f64; }
+constexpr DType dtype_of<double>() {
+  return DType::f64;
+}
 
 // Calls f(T{}) with T = float or double according to `d`, so one templated kernel serves both.
 template <class F>

@@ -5,6 +5,8 @@
 
 namespace tapestry::nn {
 
-Var Dropout::forward(const Var& x) { return ops::dropout(x, p_, rng_, training()); }
+Var Dropout::forward(const Var& x) {
+  return ops::dropout(x, p_, rng_, training());
+}
 
 }  // namespace tapestry::nn

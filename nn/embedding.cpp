@@ -8,11 +8,13 @@
 
 namespace tapestry::nn {
 
-Embedding::Embedding(int64_t num_embeddings, int64_t dim, Rng& rng, int32_t padding_idx, DType dtype)
+Embedding::Embedding(int64_t num_embeddings, int64_t dim, Rng& rng, int32_t padding_idx,
+                     DType dtype)
     : padding_idx_(padding_idx) {
   if (padding_idx >= num_embeddings)
-    throw ValueError(fmt::format("embedding: padding index {} is not below the number of embeddings {}", padding_idx,
-                                 num_embeddings));
+    throw ValueError(
+        fmt::format("embedding: padding index {} is not below the number of embeddings {}",
+                    padding_idx, num_embeddings));
   Tensor w = Tensor::empty({num_embeddings, dim}, dtype);
   init::normal(w, 0.0, 1.0, rng);
   if (padding_idx >= 0) w.rows(padding_idx, 1).zero();

@@ -12,7 +12,8 @@ class Embedding : public Module {
  public:
   // weight ~ N(0, 1) as in PyTorch; the padding row (if padding_idx >= 0) starts at zero and
   // never receives a gradient.
-  Embedding(int64_t num_embeddings, int64_t dim, Rng& rng, int32_t padding_idx = -1, DType dtype = DType::f32);
+  Embedding(int64_t num_embeddings, int64_t dim, Rng& rng, int32_t padding_idx = -1,
+            DType dtype = DType::f32);
 
   // ids of shape `shape` (e.g. (B,S)) -> shape + (E)
   Var forward(Tape& tape, std::span<const int32_t> ids, const Shape& shape);

@@ -16,7 +16,8 @@ namespace {
 
 class ModuleFixture : public GradcheckFixture {
  public:
-  ModuleFixture(std::unique_ptr<Module> m, std::vector<std::string> names, std::vector<Tensor> xs, ModuleFn fn)
+  ModuleFixture(std::unique_ptr<Module> m, std::vector<std::string> names, std::vector<Tensor> xs,
+                ModuleFn fn)
       : m_(std::move(m)), names_(std::move(names)), xs_(std::move(xs)), fn_(std::move(fn)) {
     for (auto& x : xs_) dxs_.push_back(Tensor::zeros(x.shape(), x.dtype()));
   }
@@ -41,8 +42,8 @@ class ModuleFixture : public GradcheckFixture {
 
 }  // namespace
 
-GradcheckCase module_case(std::string layer, std::string name, std::vector<InputTensor> inputs, ModuleMaker make,
-                          ModuleFn fn) {
+GradcheckCase module_case(std::string layer, std::string name, std::vector<InputTensor> inputs,
+                          ModuleMaker make, ModuleFn fn) {
   GradcheckCase c;
   c.op = std::move(layer);
   c.name = std::move(name);
@@ -58,7 +59,8 @@ GradcheckCase module_case(std::string layer, std::string name, std::vector<Input
       names.push_back(in.name);
       xs.push_back(rng.uniform_tensor(in.shape, in.lo, in.hi, DType::f64));
     }
-    return std::unique_ptr<GradcheckFixture>(new ModuleFixture(std::move(m), std::move(names), std::move(xs), fn));
+    return std::unique_ptr<GradcheckFixture>(
+        new ModuleFixture(std::move(m), std::move(names), std::move(xs), fn));
   };
   return c;
 }
@@ -101,7 +103,9 @@ void add_recurrent_cases(GradcheckRegistry& reg, CellKind kind) {
       std::vector<InputTensor> in{{"x", {3, 4, 2}}, {"h0", {states, 3, 3}}};
       if (lstm) in.push_back({"c0", {states, 3, 3}});
       reg.add(module_case(
-          cell, fmt::format("{} layer{}{}, padded batch", layers, layers > 1 ? "s" : "", bidir ? " bidirectional" : ""),
+          cell,
+          fmt::format("{} layer{}{}, padded batch", layers, layers > 1 ? "s" : "",
+                      bidir ? " bidirectional" : ""),
           in,
           [kind, layers, bidir](Rng& rng) {
             return std::make_unique<RNN>(kind, 2, 3, layers, bidir, rng, DType::f64);
@@ -116,19 +120,24 @@ void add_recurrent_cases(GradcheckRegistry& reg, CellKind kind) {
 }  // namespace
 
 void add_gradcheck_cases(GradcheckRegistry& reg) {
-  for (const char* layer : {"linear", "embedding", "rnn_cell", "gru_cell", "lstm_cell", "rnn", "gru", "lstm"})
+  for (const char* layer :
+       {"linear", "embedding", "rnn_cell", "gru_cell", "lstm_cell", "rnn", "gru", "lstm"})
     reg.require_layer(layer);
 
   for (bool bias : {true, false}) {
     reg.add(module_case(
         "linear", bias ? "with bias, (N,in)" : "no bias, (N,in)", {{"x", {4, 3}}},
         [bias](Rng& rng) { return std::make_unique<Linear>(3, 5, bias, rng, DType::f64); },
-        [](Tape& tape, Module& m, std::span<const Var> x) { return as<Linear>(m).forward(tape, x[0]); }));
+        [](Tape& tape, Module& m, std::span<const Var> x) {
+          return as<Linear>(m).forward(tape, x[0]);
+        }));
   }
   reg.add(module_case(
       "linear", "with bias, (B,S,in)", {{"x", {2, 3, 4}}},
       [](Rng& rng) { return std::make_unique<Linear>(4, 2, true, rng, DType::f64); },
-      [](Tape& tape, Module& m, std::span<const Var> x) { return as<Linear>(m).forward(tape, x[0]); }));
+      [](Tape& tape, Module& m, std::span<const Var> x) {
+        return as<Linear>(m).forward(tape, x[0]);
+      }));
 
   // The padding row gets no gradient by design, so it must not appear among the ids here (a
   // separate test checks that it stays untouched when it does).
@@ -140,7 +149,8 @@ void add_gradcheck_cases(GradcheckRegistry& reg) {
         return as<Embedding>(m).forward(tape, ids, Shape{2, 3});
       }));
 
-  for (CellKind kind : {CellKind::rnn, CellKind::gru, CellKind::lstm}) add_recurrent_cases(reg, kind);
+  for (CellKind kind : {CellKind::rnn, CellKind::gru, CellKind::lstm})
+    add_recurrent_cases(reg, kind);
 }
 
 }  // namespace tapestry::nn

@@ -21,7 +21,7 @@ struct InputTensor {
 };
 using ModuleMaker = std::function<std::unique_ptr<Module>(Rng&)>;
 using ModuleFn = std::function<Var(Tape&, Module&, std::span<const Var>)>;
-GradcheckCase module_case(std::string layer, std::string name, std::vector<InputTensor> inputs, ModuleMaker make,
-                          ModuleFn fn);
+GradcheckCase module_case(std::string layer, std::string name, std::vector<InputTensor> inputs,
+                          ModuleMaker make, ModuleFn fn);
 
 }  // namespace tapestry::nn

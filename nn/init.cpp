@@ -10,15 +10,20 @@ namespace tapestry::nn::init {
 
 namespace {
 std::pair<double, double> fans(const Tensor& w, const char* who) {
-  if (w.ndim() < 2) throw ShapeError(fmt::format("{}: needs at least 2 dimensions, got {}", who, w.shape().str()));
+  if (w.ndim() < 2)
+    throw ShapeError(fmt::format("{}: needs at least 2 dimensions, got {}", who, w.shape().str()));
   double receptive = static_cast<double>(w.shape().inner(1));
   return {static_cast<double>(w.dim(1)) * receptive, static_cast<double>(w.dim(0)) * receptive};
 }
 }  // namespace
 
-void uniform(Tensor& w, double lo, double hi, Rng& rng) { rng.fill_uniform(w, lo, hi); }
+void uniform(Tensor& w, double lo, double hi, Rng& rng) {
+  rng.fill_uniform(w, lo, hi);
+}
 
-void normal(Tensor& w, double mean, double stddev, Rng& rng) { rng.fill_normal(w, mean, stddev); }
+void normal(Tensor& w, double mean, double stddev, Rng& rng) {
+  rng.fill_normal(w, mean, stddev);
+}
 
 void xavier_uniform(Tensor& w, Rng& rng, double gain) {
   auto [fan_in, fan_out] = fans(w, "xavier_uniform");
@@ -32,7 +37,9 @@ void xavier_normal(Tensor& w, Rng& rng, double gain) {
 }
 
 void orthogonal(Tensor& w, Rng& rng, double gain) {
-  if (w.ndim() < 2) throw ShapeError(fmt::format("orthogonal: needs at least 2 dimensions, got {}", w.shape().str()));
+  if (w.ndim() < 2)
+    throw ShapeError(
+        fmt::format("orthogonal: needs at least 2 dimensions, got {}", w.shape().str()));
   const int64_t rows = w.dim(0), cols = w.numel() / rows;
   // Orthonormalise the k = min(rows, cols) vectors of length n = max(rows, cols), then lay them
   // out as rows (rows <= cols) or as columns.
@@ -54,7 +61,8 @@ void orthogonal(Tensor& w, Rng& rng, double gain) {
     for (int64_t t = 0; t < n; ++t) qi[t] /= norm;  // the positive norm plays R's positive diagonal
   }
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) w.set(r * cols + c, gain * (transpose ? q[c * n + r] : q[r * n + c]));
+    for (int64_t c = 0; c < cols; ++c)
+      w.set(r * cols + c, gain * (transpose ? q[c * n + r] : q[r * n + c]));
 }
 
 }  // namespace tapestry::nn::init

@@ -25,8 +25,9 @@ Linear::Linear(int64_t in, int64_t out, bool bias, Rng& rng, DType dtype) : in_(
 
 Var Linear::forward(Tape& tape, const Var& x) {
   if ((x.ndim() != 2 && x.ndim() != 3) || x.shape().back() != in_)
-    throw ShapeError(fmt::format("linear: input {} does not fit weight ({},{}): expected (N,{}) or (B,S,{})",
-                                 x.shape().str(), out_, in_, in_, in_));
+    throw ShapeError(
+        fmt::format("linear: input {} does not fit weight ({},{}): expected (N,{}) or (B,S,{})",
+                    x.shape().str(), out_, in_, in_, in_));
   Var y = ops::matmul(x, weight_->var(tape), false, true);  // (N,in) x (out,in)^T -> (N,out)
   if (bias_) y = ops::add(y, bias_->var(tape));
   return y;

@@ -12,7 +12,8 @@ Parameter& Module::add_parameter(std::string name, Tensor value) {
   return *params_.back().second;
 }
 
-void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Parameter*>>& out) {
+void Module::collect(const std::string& prefix,
+                     std::vector<std::pair<std::string, Parameter*>>& out) {
   for (auto& [name, p] : params_) out.emplace_back(prefix + name, p.get());
   for (auto& [name, child] : children_) child->collect(prefix + name + ".", out);
 }

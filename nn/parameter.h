@@ -8,7 +8,9 @@ namespace tapestry::nn {
 class Parameter {
  public:
   Parameter() = default;
-  explicit Parameter(Tensor value) : value(std::move(value)) { grad = Tensor::zeros(this->value.shape(), this->value.dtype()); }
+  explicit Parameter(Tensor value) : value(std::move(value)) {
+    grad = Tensor::zeros(this->value.shape(), this->value.dtype());
+  }
 
   Tensor value;
   Tensor grad;  // accumulates over backward passes until zero_grad()

@@ -18,9 +18,12 @@ namespace tapestry::nn {
 
 const char* cell_name(CellKind kind) {
   switch (kind) {
-    case CellKind::rnn: return "rnn";
-    case CellKind::gru: return "gru";
-    case CellKind::lstm: return "lstm";
+    case CellKind::rnn:
+      return "rnn";
+    case CellKind::gru:
+      return "gru";
+    case CellKind::lstm:
+      return "lstm";
   }
   return "?";
 }
@@ -31,14 +34,19 @@ CellKind parse_cell(std::string_view name) {
   throw ValueError(fmt::format("unknown cell '{}' (valid: rnn, gru, lstm)", name));
 }
 
-int gate_count(CellKind kind) { return kind == CellKind::rnn ? 1 : kind == CellKind::gru ? 3 : 4; }
+int gate_count(CellKind kind) {
+  return kind == CellKind::rnn ? 1 : kind == CellKind::gru ? 3 : 4;
+}
 
 namespace {
 // Gate k of a (B,G*H) pre-activation.
-Var gate(const Var& g, int k, int64_t h) { return ops::slice(g, 1, k * h, h); }
+Var gate(const Var& g, int k, int64_t h) {
+  return ops::slice(g, 1, k * h, h);
+}
 }  // namespace
 
-RecurrentState cell_step(CellKind kind, const Var& gx, const RecurrentState& s, const Var& w_hh, const Var& b_hh) {
+RecurrentState cell_step(CellKind kind, const Var& gx, const RecurrentState& s, const Var& w_hh,
+                         const Var& b_hh) {
   const int64_t h = s.h.dim(1);
   Var gh = ops::add(ops::matmul(s.h, w_hh, false, true), b_hh);  // (B,H) x (G*H,H)^T -> (B,G*H)
   switch (kind) {
@@ -84,11 +92,13 @@ Cell::Cell(CellKind kind, int64_t input_size, int64_t hidden_size, Rng& rng, DTy
 
 RecurrentState Cell::forward(Tape& tape, const Var& x, const RecurrentState& s) {
   const char* name = cell_name(kind_);
-  if (x.ndim() != 2 || x.dim(1) != input_ || s.h.ndim() != 2 || s.h.dim(0) != x.dim(0) || s.h.dim(1) != hidden_ ||
+  if (x.ndim() != 2 || x.dim(1) != input_ || s.h.ndim() != 2 || s.h.dim(0) != x.dim(0) ||
+      s.h.dim(1) != hidden_ ||
       (kind_ == CellKind::lstm && (!s.c.value().defined() || s.c.shape() != s.h.shape())))
-    throw ShapeError(fmt::format("{} cell: input {} and state h {} c {} do not fit input size {} and hidden size {}",
-                                 name, x.shape().str(), s.h.shape().str(),
-                                 s.c.value().defined() ? s.c.shape().str() : "none", input_, hidden_));
+    throw ShapeError(fmt::format(
+        "{} cell: input {} and state h {} c {} do not fit input size {} and hidden size {}", name,
+        x.shape().str(), s.h.shape().str(), s.c.value().defined() ? s.c.shape().str() : "none",
+        input_, hidden_));
   Var gx = ops::add(ops::matmul(x, w_ih_->var(tape), false, true), b_ih_->var(tape));
   return cell_step(kind_, gx, s, w_hh_->var(tape), b_hh_->var(tape));
 }
@@ -96,8 +106,8 @@ RecurrentState Cell::forward(Tape& tape, const Var& x, const RecurrentState& s) 
 // ---------------------------------------------------------------------------------------------
 // RNN
 
-RNN::RNN(CellKind kind, int64_t input_size, int64_t hidden_size, int num_layers, bool bidirectional, Rng& rng,
-         DType dtype, double dropout)
+RNN::RNN(CellKind kind, int64_t input_size, int64_t hidden_size, int num_layers, bool bidirectional,
+         Rng& rng, DType dtype, double dropout)
     : kind_(kind),
       input_(input_size),
       hidden_(hidden_size),
@@ -105,7 +115,9 @@ RNN::RNN(CellKind kind, int64_t input_size, int64_t hidden_size, int num_layers,
       bidirectional_(bidirectional),
       dropout_(dropout),
       dropout_rng_(rng.split()) {
-  if (num_layers < 1) throw ValueError(fmt::format("{}: num_layers must be at least 1, got {}", cell_name(kind), num_layers));
+  if (num_layers < 1)
+    throw ValueError(
+        fmt::format("{}: num_layers must be at least 1, got {}", cell_name(kind), num_layers));
   const int64_t g = gate_count(kind) * hidden_size;
   const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
   auto make = [&](Shape shape) {
@@ -127,8 +139,9 @@ RNN::RNN(CellKind kind, int64_t input_size, int64_t hidden_size, int num_layers,
   }
 }
 
-Var RNN::run_direction(Tape& tape, const Weights& w, const Var& x, const std::vector<Tensor>& step_masks,
-                       RecurrentState s, bool reverse, RecurrentState& final_state) {
+Var RNN::run_direction(Tape& tape, const Weights& w, const Var& x,
+                       const std::vector<Tensor>& step_masks, RecurrentState s, bool reverse,
+                       RecurrentState& final_state) {
   const int64_t b = x.dim(0), steps = x.dim(1), g = gate_count(kind_) * hidden_;
   // All steps' input projections in one product: (B,S,in) x (G*H,in)^T -> (B,S,G*H)
   Var gx_all = ops::add(ops::matmul(x, w.w_ih->var(tape), false, true), w.b_ih->var(tape));
@@ -148,21 +161,25 @@ Var RNN::run_direction(Tape& tape, const Weights& w, const Var& x, const std::ve
   return ops::stack(outputs, 1);  // (B,S,H)
 }
 
-RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> lengths, const Var& h0, const Var& c0) {
+RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> lengths, const Var& h0,
+                         const Var& c0) {
   const char* name = cell_name(kind_);
   if (x.ndim() != 3 || x.dim(2) != input_)
     throw ShapeError(fmt::format("{}: input {} should be (B,S,{})", name, x.shape().str(), input_));
-  const int64_t b = x.dim(0), steps = x.dim(1), states = static_cast<int64_t>(layers_) * directions();
+  const int64_t b = x.dim(0), steps = x.dim(1),
+                states = static_cast<int64_t>(layers_) * directions();
   if (static_cast<int64_t>(lengths.size()) != b)
-    throw ShapeError(fmt::format("{}: {} lengths for a batch of {} (input {})", name, lengths.size(), b, x.shape().str()));
+    throw ShapeError(fmt::format("{}: {} lengths for a batch of {} (input {})", name,
+                                 lengths.size(), b, x.shape().str()));
   for (size_t i = 0; i < lengths.size(); ++i)
     if (lengths[i] < 0 || lengths[i] > steps)
-      throw ValueError(fmt::format("{}: length {} of row {} is outside [0, {}] (input {})", name, lengths[i], i, steps,
-                                   x.shape().str()));
+      throw ValueError(fmt::format("{}: length {} of row {} is outside [0, {}] (input {})", name,
+                                   lengths[i], i, steps, x.shape().str()));
   const Shape state_shape{states, b, hidden_};
   for (const Var* v : {&h0, &c0})
     if (v->value().defined() && v->shape() != state_shape)
-      throw ShapeError(fmt::format("{}: initial state {} should be {}", name, v->shape().str(), state_shape.str()));
+      throw ShapeError(fmt::format("{}: initial state {} should be {}", name, v->shape().str(),
+                                   state_shape.str()));
 
   // Masks of real steps: per step (B,1), and for the input (B,S,1).
   std::vector<Tensor> step_masks;
@@ -176,7 +193,8 @@ RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> leng
       }
     step_masks.push_back(m);
   }
-  // Padded input steps are replaced, not multiplied, so whatever they hold (even NaN) is never read.
+  // Padded input steps are replaced, not multiplied, so whatever they hold (even NaN) is never
+  // read.
   Var layer_in = ops::where(input_mask, x, Tensor::zeros(x.shape(), x.dtype()));
 
   auto initial = [&](const Var& v, int64_t k) -> Var {
@@ -190,12 +208,14 @@ RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> leng
       const int64_t k = static_cast<int64_t>(l) * directions() + d;
       RecurrentState s{initial(h0, k), kind_ == CellKind::lstm ? initial(c0, k) : Var()};
       RecurrentState final_state;
-      outs.push_back(run_direction(tape, weights_[k], layer_in, step_masks, s, d == 1, final_state));
+      outs.push_back(
+          run_direction(tape, weights_[k], layer_in, step_masks, s, d == 1, final_state));
       h_n.push_back(final_state.h);
       if (kind_ == CellKind::lstm) c_n.push_back(final_state.c);
     }
     layer_in = outs.size() == 1 ? outs[0] : ops::concat(outs, 2);
-    if (l + 1 < layers_ && dropout_ > 0) layer_in = ops::dropout(layer_in, dropout_, dropout_rng_, training());
+    if (l + 1 < layers_ && dropout_ > 0)
+      layer_in = ops::dropout(layer_in, dropout_, dropout_rng_, training());
   }
   Output out;
   out.y = layer_in;

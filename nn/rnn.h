@@ -12,9 +12,9 @@ namespace tapestry::nn {
 
 enum class CellKind { rnn, gru, lstm };
 
-const char* cell_name(CellKind kind);  // "rnn", "gru", "lstm"
+const char* cell_name(CellKind kind);        // "rnn", "gru", "lstm"
 CellKind parse_cell(std::string_view name);  // throws ValueError listing the valid names
-int gate_count(CellKind kind);  // 1, 3 (r, z, n), 4 (i, f, g, o)
+int gate_count(CellKind kind);               // 1, 3 (r, z, n), 4 (i, f, g, o)
 
 // A recurrent state: h (B,H), and for an LSTM the cell c (B,H).
 struct RecurrentState {
@@ -28,7 +28,8 @@ struct RecurrentState {
 //         with gh = h W_hh^T + b_hh (so b_hn sits inside the reset product, as in PyTorch)
 //   lstm: g = gx + h W_hh^T + b_hh;  i, f, o = s(g_i, g_f, g_o);  u = tanh(g_g)
 //         c' = f c + i u,  h' = o tanh(c')
-RecurrentState cell_step(CellKind kind, const Var& gx, const RecurrentState& s, const Var& w_hh, const Var& b_hh);
+RecurrentState cell_step(CellKind kind, const Var& gx, const RecurrentState& s, const Var& w_hh,
+                         const Var& b_hh);
 
 // A single cell, as torch.nn.RNNCell / GRUCell / LSTMCell: weight_ih (G*H,in), weight_hh (G*H,H),
 // bias_ih and bias_hh (G*H), all ~ U(-1/sqrt(H), 1/sqrt(H)).
@@ -50,14 +51,15 @@ class Cell : public Module {
 class RNN : public Module {
  public:
   struct Output {
-    Var y;    // (B,S,D*H): every hidden state of the last layer (directions concatenated); 0 at padding
+    Var y;    // (B,S,D*H): every hidden state of the last layer (directions concatenated); 0 at
+              // padding
     Var h_n;  // (L*D,B,H): each sequence's final state per layer and direction
     Var c_n;  // (L*D,B,H): LSTM only
   };
 
   // dropout applies to the outputs of every layer but the last, in training mode (as PyTorch).
-  RNN(CellKind kind, int64_t input_size, int64_t hidden_size, int num_layers, bool bidirectional, Rng& rng,
-      DType dtype = DType::f32, double dropout = 0.0);
+  RNN(CellKind kind, int64_t input_size, int64_t hidden_size, int num_layers, bool bidirectional,
+      Rng& rng, DType dtype = DType::f32, double dropout = 0.0);
 
   // x (B,S,in) with lengths[b] <= S real steps per row; padded steps are never read and never
   // change a row's state. h0 and c0 (L*D,B,H) default to zeros.
@@ -74,8 +76,9 @@ class RNN : public Module {
     Parameter *w_ih, *w_hh, *b_ih, *b_hh;
   };
   // Runs one layer in one direction over the whole sequence; returns its outputs (B,S,H).
-  Var run_direction(Tape& tape, const Weights& w, const Var& x, const std::vector<Tensor>& step_masks,
-                    RecurrentState s, bool reverse, RecurrentState& final_state);
+  Var run_direction(Tape& tape, const Weights& w, const Var& x,
+                    const std::vector<Tensor>& step_masks, RecurrentState s, bool reverse,
+                    RecurrentState& final_state);
 
   CellKind kind_;
   int64_t input_, hidden_;

@@ -20,7 +20,8 @@ Tensor binary_forward(const char* op, const Var& a, const Var& b, F f) {
     const T* pa = a.value().data<T>();
     const T* pb = b.value().data<T>();
     T* py = y.data<T>();
-    for_each_broadcast(out, a.shape(), b.shape(), [&](int64_t i, int64_t ia, int64_t ib) { py[i] = f(pa[ia], pb[ib]); });
+    for_each_broadcast(out, a.shape(), b.shape(),
+                       [&](int64_t i, int64_t ia, int64_t ib) { py[i] = f(pa[ia], pb[ib]); });
   });
   return y;
 }
@@ -65,13 +66,15 @@ void binary_backward(Tape& tape, const Node& n, GA ga, GB gb) {
     const T* dy = n.grad.data<T>();
     if (da) {
       T* d = da->data<T>();
-      for_each_broadcast(n.value.shape(), a.shape(), b.shape(),
-                         [&](int64_t i, int64_t ia, int64_t ib) { d[ia] += ga(dy[i], pa[ia], pb[ib]); });
+      for_each_broadcast(
+          n.value.shape(), a.shape(), b.shape(),
+          [&](int64_t i, int64_t ia, int64_t ib) { d[ia] += ga(dy[i], pa[ia], pb[ib]); });
     }
     if (db) {
       T* d = db->data<T>();
-      for_each_broadcast(n.value.shape(), a.shape(), b.shape(),
-                         [&](int64_t i, int64_t ia, int64_t ib) { d[ib] += gb(dy[i], pa[ia], pb[ib]); });
+      for_each_broadcast(
+          n.value.shape(), a.shape(), b.shape(),
+          [&](int64_t i, int64_t ia, int64_t ib) { d[ib] += gb(dy[i], pa[ia], pb[ib]); });
     }
   });
 }
@@ -85,10 +88,12 @@ void add_backward(Tape& tape, const Node& n) {
   sum_broadcast_into(tape.input_grad(n, 0), n, 1.0);
   sum_broadcast_into(tape.input_grad(n, 1), n, 1.0);
 }
-TAPESTRY_OP(kAdd, "add", add_backward, "y = a + b;  da += dy;  db += dy  (summed over broadcast axes)");
+TAPESTRY_OP(kAdd, "add", add_backward,
+            "y = a + b;  da += dy;  db += dy  (summed over broadcast axes)");
 
 Var add(const Var& a, const Var& b) {
-  return record_binary(kAdd, binary_forward("add", a, b, [](auto x, auto y) { return x + y; }), a, b, false);
+  return record_binary(kAdd, binary_forward("add", a, b, [](auto x, auto y) { return x + y; }), a,
+                       b, false);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -98,35 +103,44 @@ void sub_backward(Tape& tape, const Node& n) {
   sum_broadcast_into(tape.input_grad(n, 0), n, 1.0);
   sum_broadcast_into(tape.input_grad(n, 1), n, -1.0);
 }
-TAPESTRY_OP(kSub, "sub", sub_backward, "y = a - b;  da += dy;  db += -dy  (summed over broadcast axes)");
+TAPESTRY_OP(kSub, "sub", sub_backward,
+            "y = a - b;  da += dy;  db += -dy  (summed over broadcast axes)");
 
 Var sub(const Var& a, const Var& b) {
-  return record_binary(kSub, binary_forward("sub", a, b, [](auto x, auto y) { return x - y; }), a, b, false);
+  return record_binary(kSub, binary_forward("sub", a, b, [](auto x, auto y) { return x - y; }), a,
+                       b, false);
 }
 
 // ---------------------------------------------------------------------------------------------
 // mul
 // y = a * b;  da += sum_bcast(dy * b);  db += sum_bcast(dy * a)
 void mul_backward(Tape& tape, const Node& n) {
-  binary_backward(tape, n, [](auto dy, auto, auto b) { return dy * b; }, [](auto dy, auto a, auto) { return dy * a; });
+  binary_backward(
+      tape, n, [](auto dy, auto, auto b) { return dy * b; },
+      [](auto dy, auto a, auto) { return dy * a; });
 }
-TAPESTRY_OP(kMul, "mul", mul_backward, "y = a * b;  da += dy * b;  db += dy * a  (summed over broadcast axes)");
+TAPESTRY_OP(kMul, "mul", mul_backward,
+            "y = a * b;  da += dy * b;  db += dy * a  (summed over broadcast axes)");
 
 Var mul(const Var& a, const Var& b) {
-  return record_binary(kMul, binary_forward("mul", a, b, [](auto x, auto y) { return x * y; }), a, b, true);
+  return record_binary(kMul, binary_forward("mul", a, b, [](auto x, auto y) { return x * y; }), a,
+                       b, true);
 }
 
 // ---------------------------------------------------------------------------------------------
 // div
 // y = a / b;  da += sum_bcast(dy / b);  db += sum_bcast(-dy * a / b^2)
 void div_backward(Tape& tape, const Node& n) {
-  binary_backward(tape, n, [](auto dy, auto, auto b) { return dy / b; },
-                  [](auto dy, auto a, auto b) { return -dy * a / (b * b); });
+  binary_backward(
+      tape, n, [](auto dy, auto, auto b) { return dy / b; },
+      [](auto dy, auto a, auto b) { return -dy * a / (b * b); });
 }
-TAPESTRY_OP(kDiv, "div", div_backward, "y = a / b;  da += dy / b;  db += -dy * a / b^2  (summed over broadcast axes)");
+TAPESTRY_OP(kDiv, "div", div_backward,
+            "y = a / b;  da += dy / b;  db += -dy * a / b^2  (summed over broadcast axes)");
 
 Var div(const Var& a, const Var& b) {
-  return record_binary(kDiv, binary_forward("div", a, b, [](auto x, auto y) { return x / y; }), a, b, true);
+  return record_binary(kDiv, binary_forward("div", a, b, [](auto x, auto y) { return x / y; }), a,
+                       b, true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -169,25 +183,37 @@ Var record_unary(const OpDef& op, Tensor y, const Var& x, double s0) {
 // ---------------------------------------------------------------------------------------------
 // neg
 // y = -x;  dx += -dy
-void neg_backward(Tape& tape, const Node& n) { affine_backward(tape, n, -1.0); }
+void neg_backward(Tape& tape, const Node& n) {
+  affine_backward(tape, n, -1.0);
+}
 TAPESTRY_OP(kNeg, "neg", neg_backward, "y = -x;  dx += -dy");
 
-Var neg(const Var& x) { return record_unary(kNeg, affine(x.value(), -1.0, 0.0), x, 0); }
+Var neg(const Var& x) {
+  return record_unary(kNeg, affine(x.value(), -1.0, 0.0), x, 0);
+}
 
 // ---------------------------------------------------------------------------------------------
 // scale
 // y = c * x;  dx += c * dy
-void scale_backward(Tape& tape, const Node& n) { affine_backward(tape, n, n.scalar[0]); }
+void scale_backward(Tape& tape, const Node& n) {
+  affine_backward(tape, n, n.scalar[0]);
+}
 TAPESTRY_OP(kScale, "scale", scale_backward, "y = c * x;  dx += c * dy");
 
-Var scale(const Var& x, double c) { return record_unary(kScale, affine(x.value(), c, 0.0), x, c); }
+Var scale(const Var& x, double c) {
+  return record_unary(kScale, affine(x.value(), c, 0.0), x, c);
+}
 
 // ---------------------------------------------------------------------------------------------
 // add_scalar
 // y = x + c;  dx += dy
-void add_scalar_backward(Tape& tape, const Node& n) { affine_backward(tape, n, 1.0); }
+void add_scalar_backward(Tape& tape, const Node& n) {
+  affine_backward(tape, n, 1.0);
+}
 TAPESTRY_OP(kAddScalar, "add_scalar", add_scalar_backward, "y = x + c;  dx += dy");
 
-Var add_scalar(const Var& x, double c) { return record_unary(kAddScalar, affine(x.value(), 1.0, c), x, c); }
+Var add_scalar(const Var& x, double c) {
+  return record_unary(kAddScalar, affine(x.value(), 1.0, c), x, c);
+}
 
 }  // namespace tapestry::ops

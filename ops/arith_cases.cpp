@@ -11,7 +11,8 @@ void add_arith_cases(GradcheckRegistry& reg) {
     Var (*fn)(const Var&, const Var&);
     double lo_b;  // div keeps b away from 0
   };
-  for (Binary b : {Binary{"add", add, -1}, Binary{"sub", sub, -1}, Binary{"mul", mul, -1}, Binary{"div", div, 0.5}}) {
+  for (Binary b : {Binary{"add", add, -1}, Binary{"sub", sub, -1}, Binary{"mul", mul, -1},
+                   Binary{"div", div, 0.5}}) {
     auto f = [fn = b.fn](S x) { return fn(x[0], x[1]); };
     auto spec = [&](Shape s) { return InputSpec{s, b.lo_b, 2}; };
     reg.add(op_case(b.op, "same shape", {{{3, 4}}, spec({3, 4})}, f));

@@ -26,8 +26,10 @@ void add_index_cases(GradcheckRegistry& reg) {
       op_case("gather", "(B,S) indices into (V,E)", {{{5, 4}}}, [idx = Idx{4, 1, 0, 1, 3, 4}](S x) {
         return gather(x[0], idx, Shape{2, 3});
       }));
-  reg.add(op_case("gather", "(B,S) with a no-gradient (padding) id absent",
-                  {{{5, 2}}}, [idx = Idx{1, 2, 4, 4}](S x) { return gather(x[0], idx, Shape{2, 2}, 0); }));
+  reg.add(op_case("gather", "(B,S) with a no-gradient (padding) id absent", {{{5, 2}}},
+                  [idx = Idx{1, 2, 4, 4}](S x) {
+                    return gather(x[0], idx, Shape{2, 2}, 0);
+                  }));
   reg.add(op_case("gather", "1-D table", {{{6}}},
                   [idx = Idx{5, 2, 2, 0}](S x) { return gather(x[0], idx); }));
 

@@ -10,7 +10,7 @@ namespace {
 
 // The geometry of one product, resolved from the shapes and transpose flags.
 struct Gemm {
-  int64_t batch = 1;   // number of (M,K)x(K,N) products
+  int64_t batch = 1;  // number of (M,K)x(K,N) products
   int64_t m, n, k;
   int64_t a_rows, a_cols, b_rows, b_cols;  // stored matrix sizes
   int64_t a_stride, b_stride;              // elements between batches (b_stride 0: shared b)
@@ -19,7 +19,8 @@ struct Gemm {
 
 Gemm resolve(const Shape& a, const Shape& b, bool ta, bool tb) {
   auto fail = [&](const std::string& why) {
-    return ShapeError(fmt::format("matmul: shapes {}{} and {}{}: {}", a.str(), ta ? "^T" : "", b.str(), tb ? "^T" : "", why));
+    return ShapeError(fmt::format("matmul: shapes {}{} and {}{}: {}", a.str(), ta ? "^T" : "",
+                                  b.str(), tb ? "^T" : "", why));
   };
   bool ok = (a.ndim() == 2 && b.ndim() == 2) || (a.ndim() == 3 && (b.ndim() == 3 || b.ndim() == 2));
   if (!ok) throw fail("expected (M,K)x(K,N), (B,M,K)x(B,K,N) or (B,M,K)x(K,N)");
@@ -37,7 +38,8 @@ Gemm resolve(const Shape& a, const Shape& b, bool ta, bool tb) {
   if (g.k != kb) throw fail(fmt::format("inner dimensions differ ({} vs {})", g.k, kb));
   if (a.ndim() == 3) {
     g.batch = a[0];
-    if (b.ndim() == 3 && b[0] != a[0]) throw fail(fmt::format("batch sizes differ ({} vs {})", a[0], b[0]));
+    if (b.ndim() == 3 && b[0] != a[0])
+      throw fail(fmt::format("batch sizes differ ({} vs {})", a[0], b[0]));
   }
   g.a_stride = g.a_rows * g.a_cols;
   g.b_stride = b.ndim() == 3 ? g.b_rows * g.b_cols : 0;
@@ -53,8 +55,8 @@ void batched_gemm(const Gemm& g, const T* a, const T* b, T* c, T beta) {
     return;
   }
   for (int64_t i = 0; i < g.batch; ++i)
-    blas::gemm(g.ta, g.tb, g.m, g.n, g.k, T(1), a + i * g.a_stride, g.a_cols, b + i * g.b_stride, g.b_cols, beta,
-               c + i * g.m * g.n, g.n);
+    blas::gemm(g.ta, g.tb, g.m, g.n, g.k, T(1), a + i * g.a_stride, g.a_cols, b + i * g.b_stride,
+               g.b_cols, beta, c + i * g.m * g.n, g.n);
 }
 
 }  // namespace
@@ -80,16 +82,19 @@ void matmul_backward(Tape& tape, const Node& n) {
     if (da) {
       T* d = da->data<T>();
       if (g.b_stride == 0 && !g.ta) {  // stacked batches: one product
-        blas::gemm(false, !g.tb, g.batch * g.m, g.k, g.n, T(1), dy, g.n, pb, g.b_cols, T(1), d, g.a_cols);
+        blas::gemm(false, !g.tb, g.batch * g.m, g.k, g.n, T(1), dy, g.n, pb, g.b_cols, T(1), d,
+                   g.a_cols);
       } else {
         for (int64_t i = 0; i < g.batch; ++i) {
           const T* bi = pb + i * g.b_stride;
           const T* dyi = dy + i * y_stride;
           T* dai = d + i * g.a_stride;
           if (!g.ta)
-            blas::gemm(false, !g.tb, g.m, g.k, g.n, T(1), dyi, g.n, bi, g.b_cols, T(1), dai, g.a_cols);
+            blas::gemm(false, !g.tb, g.m, g.k, g.n, T(1), dyi, g.n, bi, g.b_cols, T(1), dai,
+                       g.a_cols);
           else
-            blas::gemm(g.tb, true, g.k, g.m, g.n, T(1), bi, g.b_cols, dyi, g.n, T(1), dai, g.a_cols);
+            blas::gemm(g.tb, true, g.k, g.m, g.n, T(1), bi, g.b_cols, dyi, g.n, T(1), dai,
+                       g.a_cols);
         }
       }
     }
@@ -97,18 +102,22 @@ void matmul_backward(Tape& tape, const Node& n) {
       T* d = db->data<T>();
       if (g.b_stride == 0 && !g.ta) {  // shared b: its gradient sums over the stacked batches
         if (!g.tb)
-          blas::gemm(true, false, g.k, g.n, g.batch * g.m, T(1), pa, g.a_cols, dy, g.n, T(1), d, g.b_cols);
+          blas::gemm(true, false, g.k, g.n, g.batch * g.m, T(1), pa, g.a_cols, dy, g.n, T(1), d,
+                     g.b_cols);
         else
-          blas::gemm(true, false, g.n, g.k, g.batch * g.m, T(1), dy, g.n, pa, g.a_cols, T(1), d, g.b_cols);
+          blas::gemm(true, false, g.n, g.k, g.batch * g.m, T(1), dy, g.n, pa, g.a_cols, T(1), d,
+                     g.b_cols);
       } else {
         for (int64_t i = 0; i < g.batch; ++i) {
           const T* ai = pa + i * g.a_stride;
           const T* dyi = dy + i * y_stride;
           T* dbi = d + i * g.b_stride;
           if (!g.tb)
-            blas::gemm(!g.ta, false, g.k, g.n, g.m, T(1), ai, g.a_cols, dyi, g.n, T(1), dbi, g.b_cols);
+            blas::gemm(!g.ta, false, g.k, g.n, g.m, T(1), ai, g.a_cols, dyi, g.n, T(1), dbi,
+                       g.b_cols);
           else
-            blas::gemm(true, g.ta, g.n, g.k, g.m, T(1), dyi, g.n, ai, g.a_cols, T(1), dbi, g.b_cols);
+            blas::gemm(true, g.ta, g.n, g.k, g.m, T(1), dyi, g.n, ai, g.a_cols, T(1), dbi,
+                       g.b_cols);
         }
       }
     }

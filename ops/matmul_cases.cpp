@@ -17,8 +17,10 @@ void add_matmul_cases(GradcheckRegistry& reg) {
       reg.add(op_case("matmul", "3-D by shared 2-D " + t, {{a3}, {b2}}, f));
     }
   }
-  reg.add(op_case("matmul", "vector-like (1,4)x(4,1)", {{{1, 4}}, {{4, 1}}}, [](S x) { return matmul(x[0], x[1]); }));
-  reg.add(op_case("matmul", "a reused: a a^T", {{{3, 4}}}, [](S x) { return matmul(x[0], x[0], false, true); }));
+  reg.add(op_case("matmul", "vector-like (1,4)x(4,1)", {{{1, 4}}, {{4, 1}}},
+                  [](S x) { return matmul(x[0], x[1]); }));
+  reg.add(op_case("matmul", "a reused: a a^T", {{{3, 4}}},
+                  [](S x) { return matmul(x[0], x[0], false, true); }));
 }
 
 }  // namespace tapestry::ops

@@ -96,7 +96,9 @@ void pow_backward(Tape& tape, const Node& n) {
 TAPESTRY_OP(kPow, "pow", pow_backward, "y = x^p;  dx += dy * p * x^(p-1)");
 
 Var pow(const Var& x, double p) {
-  return record(kPow, map(x.value(), [p](auto v) { return std::pow(v, static_cast<decltype(v)>(p)); }), x, true, p);
+  return record(kPow,
+                map(x.value(), [p](auto v) { return std::pow(v, static_cast<decltype(v)>(p)); }), x,
+                true, p);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -117,16 +119,19 @@ Var tanh(const Var& x) {
 void sigmoid_backward(Tape& tape, const Node& n) {
   map_backward(tape, n, n.value, [](auto dy, auto y) { return dy * y * (1 - y); });
 }
-TAPESTRY_OP(kSigmoid, "sigmoid", sigmoid_backward, "y = 1 / (1 + exp(-x));  dx += dy * y * (1 - y)");
+TAPESTRY_OP(kSigmoid, "sigmoid", sigmoid_backward,
+            "y = 1 / (1 + exp(-x));  dx += dy * y * (1 - y)");
 
 Var sigmoid(const Var& x) {
   // exp of a non-positive number only, so large |x| neither overflows nor loses precision.
-  return record(kSigmoid, map(x.value(), [](auto v) {
-                  using T = decltype(v);
-                  if (v >= 0) return T(1) / (T(1) + std::exp(-v));
-                  T e = std::exp(v);
-                  return e / (T(1) + e);
-                }),
+  return record(kSigmoid,
+                map(x.value(),
+                    [](auto v) {
+                      using T = decltype(v);
+                      if (v >= 0) return T(1) / (T(1) + std::exp(-v));
+                      T e = std::exp(v);
+                      return e / (T(1) + e);
+                    }),
                 x, false);
 }
 

@@ -1,11 +1,11 @@
 // The gradient-check registry: every case passes in float64, and every op has a case.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <set>
 
 #include "core/gradcheck.h"
-#include "ops/gradcheck_cases.h"
+#include "models/gradcheck_registry.h"
 
 using namespace tapestry;
 
@@ -13,7 +13,7 @@ namespace {
 const GradcheckRegistry& registry() {
   static GradcheckRegistry reg = [] {
     GradcheckRegistry r;
-    ops::add_gradcheck_cases(r);
+    add_all_gradcheck_cases(r);
     return r;
   }();
   return reg;
@@ -23,8 +23,8 @@ const GradcheckRegistry& registry() {
 TEST_CASE("every gradient-check case passes in float64", "[gradcheck]") {
   for (const auto& c : registry().cases()) {
     GradcheckResult r = run_gradcheck(c);
-    INFO(fmt::format("{} / {} {}: max abs {:.3e}, max rel {:.3e} (worst {}) {}", c.op, c.name, c.shapes, r.max_abs,
-                     r.max_rel, r.worst, r.error));
+    INFO(fmt::format("{} / {} {}: max abs {:.3e}, max rel {:.3e} (worst {}) {}", c.op, c.name,
+                     c.shapes, r.max_abs, r.max_rel, r.worst, r.error));
     CHECK(r.error.empty());
     CHECK(r.pass);
     CHECK(r.max_rel < 1e-6);
@@ -38,8 +38,10 @@ TEST_CASE("every registered op has a gradient-check case that records it", "[gra
     GradcheckResult r = run_gradcheck(c);
     // A case must record the op it claims to check.
     INFO(fmt::format("case {} / {}", c.op, c.name));
-    bool records_own_op = std::find(r.ops_recorded.begin(), r.ops_recorded.end(), c.op) != r.ops_recorded.end();
-    bool is_layer = std::find(registry().layers().begin(), registry().layers().end(), c.op) != registry().layers().end();
+    bool records_own_op =
+        std::find(r.ops_recorded.begin(), r.ops_recorded.end(), c.op) != r.ops_recorded.end();
+    bool is_layer = std::find(registry().layers().begin(), registry().layers().end(), c.op) !=
+                    registry().layers().end();
     CHECK((records_own_op || is_layer));
     recorded.insert(r.ops_recorded.begin(), r.ops_recorded.end());
   }

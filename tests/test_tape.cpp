@@ -1,6 +1,5 @@
 // The tape: recording order, reverse accumulation, reuse, no-grad, regions, memory across steps.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 
 #include "core/memory.h"
@@ -15,7 +14,9 @@ namespace {
 Tensor vec(std::initializer_list<double> v, DType dt = DType::f64) {
   return Tensor::from(v, {static_cast<int64_t>(v.size())}, dt);
 }
-Tensor ones_like(const Var& v) { return Tensor::full(v.shape(), 1.0, v.dtype()); }
+Tensor ones_like(const Var& v) {
+  return Tensor::full(v.shape(), 1.0, v.dtype());
+}
 }  // namespace
 
 TEST_CASE("matmul of known matrices", "[ops][matmul]") {
@@ -30,7 +31,8 @@ TEST_CASE("matmul of known matrices", "[ops][matmul]") {
     REQUIRE(ata.at(0) == 17);
     REQUIRE(ata.at(8) == 45);
     // a a^T = [14 32; 32 77]
-    REQUIRE(ops::matmul(a, a, false, true).value().to_vector() == std::vector<double>{14, 32, 32, 77});
+    REQUIRE(ops::matmul(a, a, false, true).value().to_vector() ==
+            std::vector<double>{14, 32, 32, 77});
   }
   // Batched 3-D by shared 2-D: [I; 2I] times b = [b; 2b]
   Tensor a3 = Tensor::from({1, 0, 0, 1, 2, 0, 0, 2}, {2, 2, 2}, DType::f64);
@@ -41,9 +43,11 @@ TEST_CASE("matmul of known matrices", "[ops][matmul]") {
 TEST_CASE("shape and dtype errors name the op and every shape", "[ops][errors]") {
   Var a = Tensor::zeros({2, 3}, DType::f32), b = Tensor::zeros({4, 5}, DType::f32);
   REQUIRE_THROWS_AS(ops::matmul(a, b), ShapeError);
-  REQUIRE_THROWS_WITH(ops::matmul(a, b), Contains("matmul") && Contains("(2,3)") && Contains("(4,5)"));
+  REQUIRE_THROWS_WITH(ops::matmul(a, b),
+                      Contains("matmul") && Contains("(2,3)") && Contains("(4,5)"));
   Var c = Tensor::zeros({2, 3, 4}, DType::f32), d = Tensor::zeros({3, 4, 5}, DType::f32);
-  REQUIRE_THROWS_WITH(ops::matmul(c, d), Contains("batch sizes differ") && Contains("(2,3,4)") && Contains("(3,4,5)"));
+  REQUIRE_THROWS_WITH(ops::matmul(c, d),
+                      Contains("batch sizes differ") && Contains("(2,3,4)") && Contains("(3,4,5)"));
   REQUIRE_THROWS_AS(ops::matmul(Tensor::zeros({2}, DType::f32), b), ShapeError);
   REQUIRE_THROWS_AS(ops::matmul(Tensor::zeros({2, 4}, DType::f64), b), DTypeError);
   REQUIRE_THROWS_WITH(ops::add(Tensor::zeros({2}, DType::f64), Tensor::zeros({2}, DType::f32)),
@@ -57,7 +61,8 @@ TEST_CASE("shape and dtype errors name the op and every shape", "[ops][errors]")
   REQUIRE(tape.size() == 1);
 }
 
-TEST_CASE("backward runs in reverse and a tensor used twice gets the sum of its gradients", "[tape]") {
+TEST_CASE("backward runs in reverse and a tensor used twice gets the sum of its gradients",
+          "[tape]") {
   Tape tape;
   Var x = tape.leaf(vec({2.0, -1.0}));
   // y = x*x + 3x, so dy/dx = 2x + 3
@@ -187,10 +192,11 @@ TEST_CASE("10,000 record-backward-clear cycles keep memory flat", "[tape][memory
   for (int i = 0; i < 10000; ++i) step();
   MemoryStats after = memory_stats();
   long rss_after = rss_kb();
-  INFO("system allocations " << before.system_allocations << " -> " << after.system_allocations << ", in use "
-                             << before.bytes_in_use << " -> " << after.bytes_in_use << " bytes, RSS " << rss_before
-                             << " -> " << rss_after << " kB");
-  // Every tensor of a step is served from the pool: no block is taken from the system after warm-up.
+  INFO("system allocations " << before.system_allocations << " -> " << after.system_allocations
+                             << ", in use " << before.bytes_in_use << " -> " << after.bytes_in_use
+                             << " bytes, RSS " << rss_before << " -> " << rss_after << " kB");
+  // Every tensor of a step is served from the pool: no block is taken from the system after
+  // warm-up.
   REQUIRE(after.system_allocations == before.system_allocations);
   REQUIRE(after.bytes_in_use == before.bytes_in_use);
   REQUIRE(after.pool_hits > before.pool_hits);

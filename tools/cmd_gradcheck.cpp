@@ -5,7 +5,7 @@
 #include <set>
 
 #include "core/gradcheck.h"
-#include "ops/gradcheck_cases.h"
+#include "models/gradcheck_registry.h"
 #include "tools/cli.h"
 
 namespace tapestry::cli {
@@ -16,7 +16,8 @@ void usage() {
       "usage: tapestry gradcheck [--op NAME] [--list]\n\n"
       "Checks the analytic gradient of every registered op and layer against central finite\n"
       "differences in float64, with loss = sum(r * y) for a random r. Prints, per case, the max\n"
-      "absolute error and the max relative error (max|analytic-numeric| / max(|analytic|,|numeric|)\n"
+      "absolute error and the max relative error (max|analytic-numeric| / "
+      "max(|analytic|,|numeric|)\n"
       "per checked tensor); a case passes below its tolerance (1e-6 unless the case says).\n"
       "Exits with status 1 if any case fails.\n\n"
       "  --op NAME   only the cases of this op or layer\n"
@@ -37,12 +38,13 @@ int cmd_gradcheck(const Args& args) {
     } else if (args[i] == "--list") {
       list = true;
     } else {
-      throw UsageError{fmt::format("unknown option '{}' (valid: --op NAME, --list, --help)", args[i])};
+      throw UsageError{
+          fmt::format("unknown option '{}' (valid: --op NAME, --list, --help)", args[i])};
     }
   }
 
   GradcheckRegistry reg;
-  ops::add_gradcheck_cases(reg);
+  add_all_gradcheck_cases(reg);
   std::set<std::string> names;
   for (const auto& c : reg.cases()) names.insert(c.op);
   if (list) {
@@ -55,8 +57,9 @@ int cmd_gradcheck(const Args& args) {
     throw UsageError{fmt::format("no cases for op '{}' (valid: {})", only, valid)};
   }
 
-  fmt::print("{:<14} {:<34} {:<28} {:>10} {:>10}  {}\n", "op", "case", "shapes", "max abs", "max rel", "result");
-  fmt::print("{}\n", std::string(106, '-'));
+  fmt::print("{:<14} {:<40} {:<28} {:>10} {:>10}  {}\n", "op", "case", "shapes", "max abs",
+             "max rel", "result");
+  fmt::print("{}\n", std::string(112, '-'));
   int run = 0, failed = 0;
   double worst = 0;
   for (const auto& c : reg.cases()) {
@@ -66,13 +69,16 @@ int cmd_gradcheck(const Args& args) {
     worst = std::max(worst, r.max_rel);
     if (!r.pass) ++failed;
     std::string shapes = c.shapes.size() > 28 ? c.shapes.substr(0, 25) + "..." : c.shapes;
-    fmt::print("{:<14} {:<34} {:<28} {:>10.2e} {:>10.2e}  {}\n", c.op, c.name, shapes, r.max_abs, r.max_rel,
-               r.pass ? "ok" : "FAIL");
-    if (!r.error.empty()) fmt::print("    error: {}\n", r.error);
-    else if (!r.pass) fmt::print("    worst tensor: {} (tolerance {:.0e})\n", r.worst, c.tol);
+    fmt::print("{:<14} {:<40} {:<28} {:>10.2e} {:>10.2e}  {}\n", c.op, c.name, shapes, r.max_abs,
+               r.max_rel, r.pass ? "ok" : "FAIL");
+    if (!r.error.empty())
+      fmt::print("    error: {}\n", r.error);
+    else if (!r.pass)
+      fmt::print("    worst tensor: {} (tolerance {:.0e})\n", r.worst, c.tol);
   }
-  fmt::print("{}\n", std::string(106, '-'));
-  fmt::print("{} cases, {} passed, {} failed; worst relative error {:.2e}\n", run, run - failed, failed, worst);
+  fmt::print("{}\n", std::string(112, '-'));
+  fmt::print("{} cases, {} passed, {} failed; worst relative error {:.2e}\n", run, run - failed,
+             failed, worst);
   return failed ? 1 : 0;
 }
 

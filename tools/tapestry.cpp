@@ -19,7 +19,8 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"gradcheck", tapestry::cli::cmd_gradcheck, "check every op's gradient against finite differences (float64)"},
+    {"gradcheck", tapestry::cli::cmd_gradcheck,
+     "check every op's gradient against finite differences (float64)"},
 };
 
 void print_help() {
