@@ -1,0 +1,103 @@
+// PyTorch parity: our recurrent layers' weights, loaded into torch.nn.RNN/GRU/LSTM, give the same
+// outputs on the same padded batch. Skipped (with a warning) where python3 has no torch.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "nn/rnn.h"
+
+using namespace tapestry;
+using namespace tapestry::nn;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+bool torch_available() {
+  return fs::exists("/usr/bin/python3") &&
+         run("/usr/bin/python3 -c 'import torch; print(\"yes\")' 2>/dev/null").find("yes") !=
+             std::string::npos;
+}
+
+const char* kScript = R"PY(
+import json, sys, torch
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+spec = json.load(open(sys.argv[1]))
+cls = {"rnn": torch.nn.RNN, "gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[spec["cell"]]
+m = cls(spec["input"], spec["hidden"], num_layers=spec["layers"], bidirectional=spec["bidir"],
+        batch_first=True).double()
+state = {k: torch.tensor(v, dtype=torch.float64).reshape(spec["shapes"][k]) for k, v in spec["weights"].items()}
+m.load_state_dict(state, strict=True)
+x = torch.tensor(spec["x"], dtype=torch.float64).reshape(spec["x_shape"])
+packed = pack_padded_sequence(x, torch.tensor(spec["lengths"]), batch_first=True, enforce_sorted=False)
+out, h = m(packed)
+y, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+h_n = h[0] if isinstance(h, tuple) else h
+print(json.dumps({"y": y.flatten().tolist(), "h_n": h_n.flatten().tolist()}))
+)PY";
+
+}  // namespace
+
+TEST_CASE("recurrent layers match PyTorch given the same weights", "[nn][torch]") {
+  if (!torch_available()) {
+    WARN("python3 with torch not found: PyTorch parity not checked");
+    return;
+  }
+  fs::path dir = fs::temp_directory_path() / ("tapestry_parity_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "parity.py") << kScript;
+
+  for (CellKind kind : {CellKind::rnn, CellKind::gru, CellKind::lstm}) {
+    DYNAMIC_SECTION(cell_name(kind)) {
+      Rng rng(21);
+      const int64_t in = 3, hidden = 4, b = 3, s = 5;
+      RNN layer(kind, in, hidden, 2, true, rng, DType::f64);
+      Tensor x = rng.uniform_tensor({b, s, in}, -1, 1, DType::f64);
+      const int64_t lengths[] = {5, 2, 4};
+
+      nlohmann::json spec;
+      spec["cell"] = cell_name(kind);
+      spec["input"] = in;
+      spec["hidden"] = hidden;
+      spec["layers"] = 2;
+      spec["bidir"] = true;
+      for (auto& [name, p] : layer.named_parameters()) {
+        spec["weights"][name] = p->value.to_vector();
+        spec["shapes"][name] =
+            std::vector<int64_t>(p->shape().dims().begin(), p->shape().dims().end());
+      }
+      spec["x"] = x.to_vector();
+      spec["x_shape"] = {b, s, in};
+      spec["lengths"] = {lengths[0], lengths[1], lengths[2]};
+      std::ofstream(dir / "spec.json") << spec.dump();
+
+      auto got = nlohmann::json::parse(run("/usr/bin/python3 " + (dir / "parity.py").string() +
+                                           " " + (dir / "spec.json").string()));
+      Tape tape;
+      RNN::Output ours = layer.forward(tape, x, lengths);
+      auto y = got["y"].get<std::vector<double>>();
+      auto h_n = got["h_n"].get<std::vector<double>>();
+      REQUIRE(y.size() == static_cast<size_t>(ours.y.numel()));
+      REQUIRE(h_n.size() == static_cast<size_t>(ours.h_n.numel()));
+      for (size_t i = 0; i < y.size(); ++i)
+        REQUIRE(ours.y.value().at(i) == Approx(y[i]).margin(1e-12));
+      for (size_t i = 0; i < h_n.size(); ++i)
+        REQUIRE(ours.h_n.value().at(i) == Approx(h_n[i]).margin(1e-12));
+    }
+  }
+  fs::remove_all(dir);
+}
