@@ -1,0 +1,42 @@
+// Gradient clipping: one pass for the global norm, a second to scale.
+#include "nn/clip.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace tapestry::nn {
+
+double clip_grad_norm(std::span<Parameter* const> params, double max_norm) {
+  if (!(max_norm >= 0))
+    throw ValueError(fmt::format("clip_grad_norm: max_norm must be >= 0, got {}", max_norm));
+  double sum = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!params[i]) throw ValueError(fmt::format("clip_grad_norm: parameter {} is null", i));
+    const Tensor& dx = params[i]->grad;
+    if (!dx.defined()) continue;
+    dispatch(dx.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* d = dx.data<T>();
+      for (int64_t j = 0, n = dx.numel(); j < n; ++j) sum += static_cast<double>(d[j]) * d[j];
+    });
+  }
+  const double norm = std::sqrt(sum);
+  if (!std::isfinite(norm)) return norm;
+  // The 1e-6 keeps the factor finite for an all-zero gradient (PyTorch adds the same).
+  const double factor = max_norm / (norm + 1e-6);
+  if (factor >= 1) return norm;
+  for (Parameter* p : params) {
+    Tensor& dx = p->grad;
+    if (!dx.defined()) continue;
+    dispatch(dx.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T f = static_cast<T>(factor);
+      T* d = dx.data<T>();
+      for (int64_t j = 0, n = dx.numel(); j < n; ++j) d[j] *= f;
+    });
+  }
+  return norm;
+}
+
+}  // namespace tapestry::nn

@@ -1,0 +1,18 @@
+// Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_.
+#pragma once
+
+#include <span>
+
+#include "nn/parameter.h"
+
+namespace tapestry::nn {
+
+// Returns the L2 norm of all gradients taken together (accumulated in double) and, when
+// max_norm / (norm + 1e-6) < 1, scales every gradient by that factor. Parameters with an undefined
+// gradient are skipped. A non-finite norm (an inf or NaN gradient) is returned with the gradients
+// left unchanged, so the caller can see it and skip the step instead of training on garbage; this
+// differs from PyTorch, which would scale by NaN or 0. Throws ValueError if max_norm is negative or
+// NaN, or a parameter pointer is null.
+double clip_grad_norm(std::span<Parameter* const> params, double max_norm);
+
+}  // namespace tapestry::nn
