@@ -35,7 +35,12 @@ struct GradcheckCase {
   std::string name;    // what the case covers: "broadcast rows", "batch of 3", ...
   std::string shapes;  // the input shapes, for the report
   double eps = 1e-6;   // central-difference step
-  double tol = 1e-6;   // largest relative error that passes
+  // Fourth-order central differences, (8 (L(x+h) - L(x-h)) - (L(x+2h) - L(x-2h))) / 12h, whose
+  // truncation error is O(h^4) instead of O(h^2): a larger step then keeps the rounding error of L
+  // (about 1e-16 |L| / h) far below gradients that are small beside L, as a whole model's loss is
+  // beside its attention weights' gradients. Twice the evaluations.
+  bool fourth_order = false;
+  double tol = 1e-6;  // largest relative error that passes
   uint64_t seed = 1;
   std::function<std::unique_ptr<GradcheckFixture>(Rng&)> make;
 };
@@ -52,7 +57,8 @@ struct GradcheckResult {
 };
 
 // Runs one case: one backward with seed r (loss = sum(r * y), r uniform in [-1,1)) against
-// (L(x + eps) - L(x - eps)) / 2eps for every element of every checked tensor. Outputs that are
+// (L(x + eps) - L(x - eps)) / 2eps (or the fourth-order difference) for every element of every
+// checked tensor. Outputs that are
 // not finite (a masked log_softmax's -inf) are left out of L; they must stay so under perturbation.
 GradcheckResult run_gradcheck(const GradcheckCase& c);
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "nn/attention.h"
 #include "nn/embedding.h"
 #include "nn/linear.h"
 #include "nn/rnn.h"
@@ -117,6 +118,54 @@ void add_recurrent_cases(GradcheckRegistry& reg, CellKind kind) {
   }
 }
 
+// One attention step over a padded batch (lengths 4 and 2 of S = 4), checking the query, the keys
+// (their padded rows must get exactly no gradient), the summary and the variant's parameters.
+void add_attention_cases(GradcheckRegistry& reg) {
+  static const int64_t kLengths[] = {4, 2};
+  for (AttentionKind kind : all_attention_kinds()) {
+    const std::string layer = std::string("attention.") + attention_name(kind);
+    reg.require_layer(layer);
+    // local-m centres its window on the step; the others ignore it.
+    for (int64_t step : {0, 3}) {
+      if (step > 0 && kind != AttentionKind::local_m) continue;
+      reg.add(module_case(
+          layer, fmt::format("B=2, S=4, lengths 4 and 2, step {}", step),
+          {{"query", {2, 3}}, {"keys", {2, 4, 3}}, {"summary", {2, 3}}},
+          [kind](Rng& rng) {
+            AttentionConfig c{kind, 3, 3, 2, 1};
+            return std::unique_ptr<Module>(Attention::make(c, rng, DType::f64).release());
+          },
+          [step](Tape& tape, Module& m, std::span<const Var> x) {
+            auto& attn = as<Attention>(m);
+            AttentionMemory mem = attn.prepare(tape, x[1], kLengths, x[2]);
+            AttentionResult r = attn.attend(tape, mem, x[0], step);
+            if (!r.weights.value().defined()) return ops::reshape(r.context, {-1});
+            return ops::concat(
+                std::vector<Var>{ops::reshape(r.weights, {-1}), ops::reshape(r.context, {-1})}, 0);
+          }));
+    }
+  }
+  // general and bahdanau with a query size different from the key size (a bidirectional encoder).
+  for (AttentionKind kind : {AttentionKind::bahdanau, AttentionKind::general, AttentionKind::concat,
+                             AttentionKind::local_p}) {
+    reg.add(module_case(
+        std::string("attention.") + attention_name(kind), "query 2, keys 4, attention 3",
+        {{"query", {2, 2}}, {"keys", {2, 3, 4}}, {"summary", {2, 4}}},
+        [kind](Rng& rng) {
+          AttentionConfig c{kind, 2, 4, 3, 1};
+          return std::unique_ptr<Module>(Attention::make(c, rng, DType::f64).release());
+        },
+        [](Tape& tape, Module& m, std::span<const Var> x) {
+          static const int64_t lengths[] = {3, 1};
+          auto& attn = as<Attention>(m);
+          AttentionMemory mem = attn.prepare(tape, x[1], lengths, x[2]);
+          AttentionResult r = attn.attend(tape, mem, x[0], 1);
+          return ops::concat(
+              std::vector<Var>{ops::reshape(r.weights, {-1}), ops::reshape(r.context, {-1})}, 0);
+        }));
+  }
+}
+
 }  // namespace
 
 void add_gradcheck_cases(GradcheckRegistry& reg) {
@@ -151,6 +200,7 @@ void add_gradcheck_cases(GradcheckRegistry& reg) {
 
   for (CellKind kind : {CellKind::rnn, CellKind::gru, CellKind::lstm})
     add_recurrent_cases(reg, kind);
+  add_attention_cases(reg);
 }
 
 }  // namespace tapestry::nn

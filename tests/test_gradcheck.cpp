@@ -18,11 +18,21 @@ const GradcheckRegistry& registry() {
   }();
   return reg;
 }
+
+// Every case run once, shared by the tests below.
+const std::vector<GradcheckResult>& results() {
+  static std::vector<GradcheckResult> rs = [] {
+    std::vector<GradcheckResult> out;
+    for (const auto& c : registry().cases()) out.push_back(run_gradcheck(c));
+    return out;
+  }();
+  return rs;
+}
 }  // namespace
 
 TEST_CASE("every gradient-check case passes in float64", "[gradcheck]") {
-  for (const auto& c : registry().cases()) {
-    GradcheckResult r = run_gradcheck(c);
+  for (const GradcheckResult& r : results()) {
+    const GradcheckCase& c = *r.c;
     INFO(fmt::format("{} / {} {}: max abs {:.3e}, max rel {:.3e} (worst {}) {}", c.op, c.name,
                      c.shapes, r.max_abs, r.max_rel, r.worst, r.error));
     CHECK(r.error.empty());
@@ -33,9 +43,9 @@ TEST_CASE("every gradient-check case passes in float64", "[gradcheck]") {
 
 TEST_CASE("every registered op has a gradient-check case that records it", "[gradcheck]") {
   std::set<std::string> named, recorded;
-  for (const auto& c : registry().cases()) {
+  for (const GradcheckResult& r : results()) {
+    const GradcheckCase& c = *r.c;
     named.insert(c.op);
-    GradcheckResult r = run_gradcheck(c);
     // A case must record the op it claims to check.
     INFO(fmt::format("case {} / {}", c.op, c.name));
     bool records_own_op =

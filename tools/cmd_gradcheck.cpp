@@ -57,9 +57,9 @@ int cmd_gradcheck(const Args& args) {
     throw UsageError{fmt::format("no cases for op '{}' (valid: {})", only, valid)};
   }
 
-  fmt::print("{:<14} {:<40} {:<28} {:>10} {:>10}  {}\n", "op", "case", "shapes", "max abs",
+  fmt::print("{:<20} {:<40} {:<28} {:>10} {:>10}  {}\n", "op", "case", "shapes", "max abs",
              "max rel", "result");
-  fmt::print("{}\n", std::string(112, '-'));
+  fmt::print("{}\n", std::string(118, '-'));
   int run = 0, failed = 0;
   double worst = 0;
   for (const auto& c : reg.cases()) {
@@ -69,14 +69,14 @@ int cmd_gradcheck(const Args& args) {
     worst = std::max(worst, r.max_rel);
     if (!r.pass) ++failed;
     std::string shapes = c.shapes.size() > 28 ? c.shapes.substr(0, 25) + "..." : c.shapes;
-    fmt::print("{:<14} {:<40} {:<28} {:>10.2e} {:>10.2e}  {}\n", c.op, c.name, shapes, r.max_abs,
+    fmt::print("{:<20} {:<40} {:<28} {:>10.2e} {:>10.2e}  {}\n", c.op, c.name, shapes, r.max_abs,
                r.max_rel, r.pass ? "ok" : "FAIL");
     if (!r.error.empty())
       fmt::print("    error: {}\n", r.error);
     else if (!r.pass)
       fmt::print("    worst tensor: {} (tolerance {:.0e})\n", r.worst, c.tol);
   }
-  fmt::print("{}\n", std::string(112, '-'));
+  fmt::print("{}\n", std::string(118, '-'));
   fmt::print("{} cases, {} passed, {} failed; worst relative error {:.2e}\n", run, run - failed,
              failed, worst);
   return failed ? 1 : 0;

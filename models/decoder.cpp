@@ -1,0 +1,108 @@
+// Decoders: one step of either style, the bridge from the encoder, and the output layer.
+#include "models/decoder.h"
+
+#include <fmt/format.h>
+
+#include "models/vocab.h"
+#include "ops/ops.h"
+
+namespace tapestry::models {
+
+namespace {
+int64_t features_of(const Seq2SeqConfig& c) {
+  if (c.decoder == DecoderKind::luong || !c.deep_output) return c.hidden;
+  return c.hidden + c.key_size() + c.emb;
+}
+
+int64_t cell_input(const Seq2SeqConfig& c, int layer) {
+  if (layer > 0) return c.hidden;
+  return c.emb + (c.decoder == DecoderKind::bahdanau ? c.key_size() : c.hidden);
+}
+
+nn::AttentionConfig attention_config(const Seq2SeqConfig& c) {
+  return {c.attention, c.hidden, c.key_size(), c.attn_size > 0 ? c.attn_size : c.hidden, c.window};
+}
+}  // namespace
+
+Decoder::Decoder(const Seq2SeqConfig& config, Rng& rng, DType dtype)
+    : config_(config),
+      embedding_(config.tgt_vocab, config.emb, rng, Vocab::kPad, dtype),
+      bridge_(config.key_size(), config.hidden * config.layers, true, rng, dtype),
+      attention_(nn::Attention::make(attention_config(config), rng, dtype)),
+      out_(features_of(config), config.tgt_vocab, true, rng, dtype) {
+  add_module("embedding", embedding_);
+  add_module("bridge", bridge_);
+  add_module("attention", *attention_);
+  for (int l = 0; l < config.layers; ++l)
+    cells_.push_back(
+        std::make_unique<nn::Cell>(config.cell, cell_input(config, l), config.hidden, rng, dtype));
+  for (int l = 0; l < config.layers; ++l)
+    add_module(fmt::format("cells.{}", l), *cells_[static_cast<size_t>(l)]);
+  if (config.decoder == DecoderKind::luong) {
+    combine_ = std::make_unique<nn::Linear>(config.key_size() + config.hidden, config.hidden, false,
+                                            rng, dtype);
+    add_module("combine", *combine_);
+  }
+  add_module("out", out_);
+}
+
+int64_t Decoder::feature_size() const {
+  return features_of(config_);
+}
+
+DecoderState Decoder::start(Tape& tape, const Var& summary) {
+  Region region(tape, "decoder");
+  const int64_t b = summary.dim(0), h = config_.hidden;
+  Var s0 = ops::tanh(bridge_.forward(tape, summary));  // (B,K) -> (B,L*H)
+  DecoderState state;
+  for (int l = 0; l < config_.layers; ++l) {
+    nn::RecurrentState s;
+    s.h = config_.layers == 1 ? s0 : ops::slice(s0, 1, l * h, h);
+    if (config_.cell == nn::CellKind::lstm) s.c = Tensor::zeros({b, h}, summary.dtype());
+    state.layers.push_back(s);
+  }
+  if (config_.decoder == DecoderKind::luong) state.feed = Tensor::zeros({b, h}, summary.dtype());
+  return state;
+}
+
+DecoderStep Decoder::step(Tape& tape, const nn::AttentionMemory& memory, DecoderState& state,
+                          std::span<const int32_t> y_prev, int64_t t, Rng& dropout_rng) {
+  const int64_t b = static_cast<int64_t>(y_prev.size());
+  Var e;
+  {
+    Region region(tape, "decoder.embedding");
+    e = embedding_.forward(tape, y_prev, Shape{b});  // (B,E)
+    e = ops::dropout(e, config_.dropout, dropout_rng, training());
+  }
+  auto run_cells = [&](Var x) {
+    Region region(tape, "decoder.rnn");
+    for (size_t l = 0; l < cells_.size(); ++l) {
+      if (l > 0) x = ops::dropout(x, config_.dropout, dropout_rng, training());
+      state.layers[l] = cells_[l]->forward(tape, x, state.layers[l]);
+      x = state.layers[l].h;
+    }
+    return x;
+  };
+  DecoderStep out;
+  if (config_.decoder == DecoderKind::bahdanau) {
+    nn::AttentionResult a = attention_->attend(tape, memory, state.layers.back().h, t);
+    Var s = run_cells(ops::concat({e, a.context}, 1));
+    out.weights = a.weights;
+    out.features = config_.deep_output ? ops::concat({s, a.context, e}, 1) : s;
+  } else {
+    Var h = run_cells(ops::concat({e, state.feed}, 1));
+    nn::AttentionResult a = attention_->attend(tape, memory, h, t);
+    Region region(tape, "decoder.combine");
+    state.feed = ops::tanh(combine_->forward(tape, ops::concat({a.context, h}, 1)));
+    out.weights = a.weights;
+    out.features = state.feed;
+  }
+  return out;
+}
+
+Var Decoder::logits(Tape& tape, const Var& features, Rng& dropout_rng) {
+  Region region(tape, "output");
+  return out_.forward(tape, ops::dropout(features, config_.dropout, dropout_rng, training()));
+}
+
+}  // namespace tapestry::models

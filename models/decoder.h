@@ -1,0 +1,58 @@
+// Decoders with attention: Bahdanau-style (attend with s_{t-1}, context into the RNN) and
+// Luong-style (attend with h_t, attentional vector h~_t = tanh(W_c [c_t; h_t]), input feeding).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/random.h"
+#include "models/config.h"
+#include "nn/attention.h"
+#include "nn/embedding.h"
+#include "nn/linear.h"
+#include "nn/rnn.h"
+
+namespace tapestry::models {
+
+struct DecoderState {
+  std::vector<nn::RecurrentState> layers;  // (B,H) per layer (h, and c for an LSTM)
+  Var feed;                                // Luong's input feeding: h~_{t-1} (B,H)
+};
+
+struct DecoderStep {
+  Var features;  // (B,F): what the output layer reads
+  Var weights;   // (B,S): this step's attention weights (undefined for `none`)
+};
+
+// Bahdanau:  a_t = attend(s_{t-1}),  s_t = RNN([E y_{t-1}; c_t], s_{t-1}),
+//            features = [s_t; c_t; E y_{t-1}] (deep output) or s_t
+// Luong:     h_t = RNN([E y_{t-1}; h~_{t-1}], h_{t-1}),  a_t = attend(h_t),
+//            h~_t = tanh(W_c [c_t; h_t]),  features = h~_t
+// Both start from s_0 = tanh(W_b summary + b_b) in every layer (LSTM cells from c_0 = 0).
+// Parameters: embedding, bridge, attention, cells.<l>, (Luong) combine, out.
+class Decoder : public nn::Module {
+ public:
+  Decoder(const Seq2SeqConfig& config, Rng& rng, DType dtype);
+
+  DecoderState start(Tape& tape, const Var& summary);
+  // One step from the previous target tokens y_prev (B ids) at target position t.
+  DecoderStep step(Tape& tape, const nn::AttentionMemory& memory, DecoderState& state,
+                   std::span<const int32_t> y_prev, int64_t t, Rng& dropout_rng);
+  // The output layer: (N,F) -> (N,V), or (B,T,F) -> (B,T,V).
+  Var logits(Tape& tape, const Var& features, Rng& dropout_rng);
+
+  int64_t feature_size() const;
+  nn::Attention& attention() { return *attention_; }
+  nn::Embedding& embedding() { return embedding_; }
+
+ private:
+  Seq2SeqConfig config_;
+  nn::Embedding embedding_;
+  nn::Linear bridge_;
+  std::unique_ptr<nn::Attention> attention_;
+  std::vector<std::unique_ptr<nn::Cell>> cells_;
+  std::unique_ptr<nn::Linear> combine_;  // Luong's W_c
+  nn::Linear out_;
+};
+
+}  // namespace tapestry::models

@@ -1,0 +1,10 @@
+// The whole-model gradient-check cases: every attention variant with both decoders and cells.
+#pragma once
+
+#include "core/gradcheck.h"
+
+namespace tapestry::models {
+
+void add_gradcheck_cases(GradcheckRegistry& reg);
+
+}  // namespace tapestry::models

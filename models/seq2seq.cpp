@@ -1,0 +1,75 @@
+// Seq2Seq: encoding a batch and the teacher-forced training loss.
+#include "models/seq2seq.h"
+
+#include <fmt/format.h>
+
+#include "ops/ops.h"
+
+namespace tapestry::models {
+
+namespace {
+const Seq2SeqConfig& validated(const Seq2SeqConfig& c) {
+  c.validate();
+  return c;
+}
+}  // namespace
+
+Seq2Seq::Seq2Seq(const Seq2SeqConfig& config, DType dtype)
+    : config_(validated(config)),
+      dtype_(dtype),
+      init_rng_(config.seed),
+      encoder_(config_, init_rng_, dtype),
+      decoder_(config_, init_rng_, dtype),
+      rng_(init_rng_.split()) {
+  add_module("encoder", encoder_);
+  add_module("decoder", decoder_);
+}
+
+nn::AttentionMemory Seq2Seq::encode(Tape& tape, const Batch& batch) {
+  for (int32_t id : batch.src)
+    if (id < 0 || id >= config_.src_vocab)
+      throw IndexError(fmt::format("seq2seq: source id {} outside the vocabulary [0, {})", id,
+                                   config_.src_vocab));
+  Encoder::Output enc =
+      encoder_.forward(tape, batch.src, batch.size, batch.src_len, batch.src_lengths, rng_);
+  return decoder_.attention().prepare(tape, enc.states, batch.src_lengths, enc.summary);
+}
+
+Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing) {
+  const int64_t b = batch.size, steps = batch.tgt_len;
+  nn::AttentionMemory memory = encode(tape, batch);
+  DecoderState state = decoder_.start(tape, memory.summary);
+  std::vector<int32_t> y_prev(static_cast<size_t>(b));
+  auto gold = [&](int64_t t) {
+    for (int64_t r = 0; r < b; ++r) y_prev[r] = batch.tgt_in[r * steps + t];
+  };
+  std::vector<Var> features, logits;
+  for (int64_t t = 0; t < steps; ++t) {
+    const bool own = t > 0 && teacher_forcing < 1.0 && rng_.uniform() >= teacher_forcing;
+    if (own) {  // feed the previous step's prediction (argmax; no gradient flows through it)
+      const Tensor& z = logits.back().value();
+      const int64_t v = z.dim(1);
+      for (int64_t r = 0; r < b; ++r) {
+        int64_t best = 0;
+        for (int64_t j = 1; j < v; ++j)
+          if (z.at(r * v + j) > z.at(r * v + best)) best = j;
+        y_prev[r] = static_cast<int32_t>(best);
+      }
+    } else {
+      gold(t);
+    }
+    DecoderStep s = decoder_.step(tape, memory, state, y_prev, t, rng_);
+    if (teacher_forcing < 1.0)
+      logits.push_back(decoder_.logits(tape, s.features, rng_));  // needed for the next input
+    else
+      features.push_back(s.features);
+  }
+  // With full teacher forcing, one output product over every step: (B,T,F) -> (B,T,V).
+  Var z = teacher_forcing < 1.0 ? ops::stack(logits, 1)
+                                : decoder_.logits(tape, ops::stack(features, 1), rng_);
+  Region region(tape, "loss");
+  return ops::cross_entropy(ops::reshape(z, Shape{b * steps, config_.tgt_vocab}), batch.tgt_out,
+                            Vocab::kPad);
+}
+
+}  // namespace tapestry::models

@@ -1,0 +1,40 @@
+// Seq2Seq: an RNN encoder, an attention network and a decoder, trained end to end.
+#pragma once
+
+#include "models/batch.h"
+#include "models/config.h"
+#include "models/decoder.h"
+#include "models/encoder.h"
+
+namespace tapestry::models {
+
+class Seq2Seq : public nn::Module {
+ public:
+  // Validates the config (ValueError); parameters are drawn from config.seed.
+  explicit Seq2Seq(const Seq2SeqConfig& config, DType dtype = DType::f32);
+
+  // The encoder's states and the attention memory for a batch's sources.
+  nn::AttentionMemory encode(Tape& tape, const Batch& batch);
+
+  // Mean cross-entropy over the batch's real target tokens (each row's y_1..y_n and <eos>).
+  // With teacher_forcing < 1, each step feeds the gold previous token with that probability and
+  // the model's own prediction otherwise (one draw per step for the whole batch).
+  Var loss(Tape& tape, const Batch& batch, double teacher_forcing = 1.0);
+
+  const Seq2SeqConfig& config() const { return config_; }
+  DType dtype() const { return dtype_; }
+  Encoder& encoder() { return encoder_; }
+  Decoder& decoder() { return decoder_; }
+  // Drives dropout and teacher forcing; reseed it to replay a run.
+  Rng& rng() { return rng_; }
+
+ private:
+  Seq2SeqConfig config_;
+  DType dtype_;
+  Rng init_rng_;
+  Encoder encoder_;
+  Decoder decoder_;
+  Rng rng_;
+};
+
+}  // namespace tapestry::models
