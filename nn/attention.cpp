@@ -336,6 +336,23 @@ AttentionMemory Attention::prepare(Tape& tape, const Var& keys, std::span<const 
   return m;
 }
 
+AttentionMemory select_rows(const AttentionMemory& m, std::span<const int32_t> rows) {
+  const int64_t b = m.keys.dim(0), s = m.keys.dim(1), n = static_cast<int64_t>(rows.size());
+  AttentionMemory out;
+  out.keys = ops::gather(m.keys, rows);
+  out.summary = ops::gather(m.summary, rows);
+  if (m.precomputed.value().defined()) out.precomputed = ops::gather(m.precomputed, rows);
+  out.valid = Tensor::empty({n, s}, m.valid.dtype());
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t r = rows[i];
+    if (r < 0 || r >= b)
+      throw IndexError(fmt::format("attention memory: row {} outside [0, {})", r, b));
+    out.valid.rows(i, 1).copy_from(m.valid.rows(r, 1));
+    out.lengths.push_back(m.lengths[r]);
+  }
+  return out;
+}
+
 AttentionResult Attention::attend(Tape& tape, const AttentionMemory& m, const Var& query,
                                   int64_t step) {
   if (query.ndim() != 2 || query.dim(0) != m.keys.dim(0) || query.dim(1) != config_.query_size)

@@ -49,6 +49,10 @@ struct AttentionMemory {
                                  // norms |h_j| (B,S) for cosine; undefined for the others
 };
 
+// The memory of the given batch rows, in that order (beam search runs k rows per sentence).
+// Throws IndexError for a row outside [0, B).
+AttentionMemory select_rows(const AttentionMemory& memory, std::span<const int32_t> rows);
+
 struct AttentionResult {
   Var weights;  // (B,S): exactly 0 at padding; undefined for `none`
   Var context;  // (B,K)

@@ -1,0 +1,263 @@
+// Greedy and beam search over a batch, with no tape recording; both rank a step's tokens by the
+// same log-softmax with the same tie-break (lower id first), so beam 1 is greedy exactly.
+#include "models/decode.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/ops.h"
+
+namespace tapestry::models {
+
+namespace {
+
+// Switches a module to eval mode for a scope and restores its mode after.
+class EvalScope {
+ public:
+  explicit EvalScope(nn::Module& m) : m_(m), was_training_(m.training()) { m.eval(); }
+  ~EvalScope() { m_.train(was_training_); }
+  EvalScope(const EvalScope&) = delete;
+  EvalScope& operator=(const EvalScope&) = delete;
+
+ private:
+  nn::Module& m_;
+  bool was_training_;
+};
+
+void check_options(const DecodeOptions& o) {
+  if (o.beam < 1) throw ValueError(fmt::format("decode: beam must be at least 1, got {}", o.beam));
+  if (o.nbest < 1 || o.nbest > o.beam)
+    throw ValueError(fmt::format("decode: nbest must be between 1 and the beam width {}, got {}",
+                                 o.beam, o.nbest));
+  if (!(o.max_len_ratio >= 0) || o.max_len_extra < 0 || o.max_len_ratio * 1000 + 1 <= 0)
+    throw ValueError(fmt::format("decode: max length ratio {} and extra {} must not be negative",
+                                 o.max_len_ratio, o.max_len_extra));
+}
+
+double normalised(double log_prob, int64_t steps, double alpha) {
+  return alpha == 0 ? log_prob
+                    : log_prob / std::pow(static_cast<double>(std::max<int64_t>(steps, 1)), alpha);
+}
+
+// Row r's log-probabilities (V floats, as double).
+struct LogProbs {
+  Tensor t;
+  int64_t v;
+  double at(int64_t r, int64_t j) const { return t.at(r * v + j); }
+};
+
+// log p(y_t = j) over the tokens a translation may hold: <pad> and <bos> are never outputs, so
+// they are masked out of the softmax (their log-probability is exactly -inf).
+LogProbs step_log_probs(Seq2Seq& model, Tape& tape, const Var& features) {
+  Var z = model.decoder().logits(tape, features, model.rng());
+  const int64_t v = z.dim(1);
+  Tensor outputs = Tensor::full({1, v}, 1.0, z.dtype());
+  outputs.set(Vocab::kPad, 0.0);
+  outputs.set(Vocab::kBos, 0.0);
+  Var lp = ops::log_softmax(z, -1, outputs);
+  return {lp.value(), v};
+}
+
+// Appends row r of the step's weights (its first s entries) to a hypothesis' attention.
+void append_weights(std::vector<float>& out, const Var& weights, int64_t r, int64_t s) {
+  if (!weights.value().defined()) return;
+  const int64_t cols = weights.dim(1);
+  for (int64_t j = 0; j < s; ++j)
+    out.push_back(static_cast<float>(weights.value().at(r * cols + j)));
+}
+
+}  // namespace
+
+int64_t max_decode_steps(const DecodeOptions& o, int64_t s) {
+  return static_cast<int64_t>(std::ceil(o.max_len_ratio * static_cast<double>(s))) +
+         o.max_len_extra;
+}
+
+std::vector<std::vector<Hypothesis>> greedy_decode(Seq2Seq& model, const Batch& batch,
+                                                   const DecodeOptions& options) {
+  check_options(options);
+  EvalScope eval(model);
+  Tape tape;
+  NoGrad no_grad(tape);
+  const int64_t b = batch.size;
+  nn::AttentionMemory memory = model.encode(tape, batch);
+  DecoderState state = model.decoder().start(tape, memory.summary);
+
+  std::vector<Hypothesis> hyps(static_cast<size_t>(b));
+  std::vector<int64_t> limit(static_cast<size_t>(b));
+  int64_t longest = 0, open = b;
+  for (int64_t r = 0; r < b; ++r) {
+    hyps[r].src_len = batch.src_lengths[r];
+    limit[r] = max_decode_steps(options, batch.src_lengths[r]);
+    longest = std::max(longest, limit[r]);
+  }
+  std::vector<bool> done(static_cast<size_t>(b), false);
+  std::vector<int32_t> y(static_cast<size_t>(b), Vocab::kBos);
+  for (int64_t t = 0; t < longest && open > 0; ++t) {
+    DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
+    LogProbs lp = step_log_probs(model, tape, step.features);
+    for (int64_t r = 0; r < b; ++r) {
+      int64_t best = 0;
+      for (int64_t j = 1; j < lp.v; ++j)
+        if (lp.at(r, j) > lp.at(r, best)) best = j;
+      y[r] = static_cast<int32_t>(best);
+      if (done[r]) continue;
+      Hypothesis& h = hyps[r];
+      h.log_prob += lp.at(r, best);
+      append_weights(h.attention, step.weights, r, h.src_len);
+      if (best == Vocab::kEos)
+        h.finished = true;
+      else
+        h.tokens.push_back(y[r]);
+      if (h.finished || h.steps() >= limit[r]) {
+        done[r] = true;
+        --open;
+      }
+    }
+  }
+  std::vector<std::vector<Hypothesis>> out;
+  for (auto& h : hyps) {
+    h.score = normalised(h.log_prob, h.steps(), options.length_penalty);
+    out.push_back({std::move(h)});
+  }
+  return out;
+}
+
+std::vector<std::vector<Hypothesis>> beam_decode(Seq2Seq& model, const Batch& batch,
+                                                 const DecodeOptions& options) {
+  check_options(options);
+  EvalScope eval(model);
+  Tape tape;
+  NoGrad no_grad(tape);
+  const int64_t b = batch.size, k = options.beam;
+  constexpr double kDead = -std::numeric_limits<double>::infinity();
+
+  // k rows per sentence: rows s*k .. s*k+k-1 hold sentence s's hypotheses.
+  std::vector<int32_t> expand;
+  for (int64_t s = 0; s < b; ++s)
+    for (int64_t i = 0; i < k; ++i) expand.push_back(static_cast<int32_t>(s));
+  nn::AttentionMemory memory = nn::select_rows(model.encode(tape, batch), expand);
+  DecoderState state = model.decoder().start(tape, memory.summary);
+
+  struct Sentence {
+    std::vector<Hypothesis> alive;  // k slots; dead ones have log_prob kDead
+    std::vector<Hypothesis> finished;
+    int64_t limit = 0;
+    bool done = false;
+  };
+  std::vector<Sentence> sents(static_cast<size_t>(b));
+  int64_t longest = 0, open = b;
+  for (int64_t s = 0; s < b; ++s) {
+    Sentence& st = sents[s];
+    st.limit = max_decode_steps(options, batch.src_lengths[s]);
+    longest = std::max(longest, st.limit);
+    st.alive.resize(static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; ++i) {
+      st.alive[i].src_len = batch.src_lengths[s];
+      st.alive[i].log_prob = i == 0 ? 0.0 : kDead;  // one start, so the first step has no twins
+    }
+  }
+
+  std::vector<int32_t> y(static_cast<size_t>(b * k), Vocab::kBos);
+  std::vector<int32_t> parents(static_cast<size_t>(b * k));
+  struct Candidate {
+    double log_prob;
+    int64_t slot, token;
+  };
+  std::vector<Candidate> cands;
+  for (int64_t t = 0; t < longest && open > 0; ++t) {
+    DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
+    LogProbs lp = step_log_probs(model, tape, step.features);
+    for (int64_t s = 0; s < b; ++s) {
+      Sentence& st = sents[s];
+      const int64_t row0 = s * k;
+      if (st.done) {
+        for (int64_t i = 0; i < k; ++i) parents[row0 + i] = static_cast<int32_t>(row0);
+        continue;
+      }
+      cands.clear();
+      for (int64_t i = 0; i < k; ++i) {
+        if (st.alive[i].log_prob == kDead) continue;
+        for (int64_t j = 0; j < lp.v; ++j)
+          cands.push_back({st.alive[i].log_prob + lp.at(row0 + i, j), i, j});
+      }
+      // The best 2k: enough to fill k slots even if k of them end the sentence.
+      const auto top = std::min<size_t>(cands.size(), static_cast<size_t>(2 * k));
+      std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(top),
+                        cands.end(), [](const Candidate& a, const Candidate& c) {
+                          if (a.log_prob != c.log_prob) return a.log_prob > c.log_prob;
+                          if (a.slot != c.slot) return a.slot < c.slot;
+                          return a.token < c.token;
+                        });
+      std::vector<Hypothesis> next;
+      std::vector<int32_t> next_parent;
+      for (size_t c = 0; c < top && static_cast<int64_t>(next.size()) < k; ++c) {
+        const Candidate& cd = cands[c];
+        Hypothesis h = st.alive[cd.slot];
+        h.log_prob = cd.log_prob;
+        append_weights(h.attention, step.weights, row0 + cd.slot, h.src_len);
+        if (cd.token == Vocab::kEos) {
+          if (static_cast<int64_t>(c) >= k) continue;  // only the top k may end here
+          h.finished = true;
+          h.score = normalised(h.log_prob, h.steps(), options.length_penalty);
+          st.finished.push_back(std::move(h));
+          continue;
+        }
+        h.tokens.push_back(static_cast<int32_t>(cd.token));
+        next.push_back(std::move(h));
+        next_parent.push_back(static_cast<int32_t>(row0 + cd.slot));
+      }
+      // A hypothesis at the length limit is finished as it stands.
+      if (!next.empty() && next[0].steps() >= st.limit) {
+        for (auto& h : next) {
+          h.score = normalised(h.log_prob, h.steps(), options.length_penalty);
+          st.finished.push_back(std::move(h));
+        }
+        next.clear();
+      }
+      if (static_cast<int64_t>(st.finished.size()) >= k || next.empty()) {
+        st.done = true;
+        --open;
+      }
+      for (int64_t i = 0; i < k; ++i) {
+        const bool live = !st.done && i < static_cast<int64_t>(next.size());
+        if (live) {
+          st.alive[i] = std::move(next[i]);
+          parents[row0 + i] = next_parent[i];
+          y[row0 + i] = st.alive[i].tokens.back();
+        } else {
+          st.alive[i].log_prob = kDead;
+          parents[row0 + i] = static_cast<int32_t>(row0);
+          y[row0 + i] = Vocab::kPad;
+        }
+      }
+    }
+    // Each row continues from its parent's state.
+    for (auto& layer : state.layers) {
+      layer.h = ops::gather(layer.h, parents);
+      if (layer.c.value().defined()) layer.c = ops::gather(layer.c, parents);
+    }
+    if (state.feed.value().defined()) state.feed = ops::gather(state.feed, parents);
+  }
+
+  std::vector<std::vector<Hypothesis>> out;
+  for (auto& st : sents) {
+    std::stable_sort(st.finished.begin(), st.finished.end(),
+                     [](const Hypothesis& a, const Hypothesis& c) { return a.score > c.score; });
+    if (static_cast<int64_t>(st.finished.size()) > options.nbest)
+      st.finished.resize(static_cast<size_t>(options.nbest));
+    out.push_back(std::move(st.finished));
+  }
+  return out;
+}
+
+std::vector<std::vector<Hypothesis>> decode(Seq2Seq& model, const Batch& batch,
+                                            const DecodeOptions& options) {
+  return options.beam == 1 ? greedy_decode(model, batch, options)
+                           : beam_decode(model, batch, options);
+}
+
+}  // namespace tapestry::models

@@ -1,0 +1,47 @@
+// Decoding: batched greedy and beam search, each output with its attention matrix (T,S).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/batch.h"
+#include "models/seq2seq.h"
+
+namespace tapestry::models {
+
+struct DecodeOptions {
+  int64_t beam = 1;   // beam width k (1: greedy)
+  int64_t nbest = 1;  // hypotheses returned per sentence, at most k
+  // A sentence stops after ceil(max_len_ratio * S_b) + max_len_extra tokens (with <eos>).
+  double max_len_ratio = 2.0;
+  int64_t max_len_extra = 5;
+  // Hypotheses are ranked by log p / steps^length_penalty (0: raw log-probability).
+  double length_penalty = 1.0;
+};
+
+struct Hypothesis {
+  std::vector<int32_t> tokens;  // without <eos>
+  bool finished = false;        // ended with <eos> (false: stopped at the maximum length)
+  double log_prob = 0;          // sum of the log-probabilities of every step taken
+  double score = 0;             // log_prob / steps^length_penalty
+  int64_t src_len = 0;          // S_b
+  // (steps, S_b) row-major: step t's weights over the real source positions; steps counts the
+  // tokens and the final <eos>. Empty for the `none` attention.
+  std::vector<float> attention;
+  int64_t steps() const { return static_cast<int64_t>(tokens.size()) + (finished ? 1 : 0); }
+};
+
+// The maximum number of steps for a source of length s.
+int64_t max_decode_steps(const DecodeOptions& options, int64_t s);
+
+// Per batch row, the options.nbest best hypotheses, best first. The model is switched to eval
+// mode for the call (and back). Throws ValueError for beam < 1 or nbest outside [1, beam].
+std::vector<std::vector<Hypothesis>> greedy_decode(Seq2Seq& model, const Batch& batch,
+                                                   const DecodeOptions& options = {});
+std::vector<std::vector<Hypothesis>> beam_decode(Seq2Seq& model, const Batch& batch,
+                                                 const DecodeOptions& options);
+// greedy_decode for beam 1, beam_decode otherwise.
+std::vector<std::vector<Hypothesis>> decode(Seq2Seq& model, const Batch& batch,
+                                            const DecodeOptions& options);
+
+}  // namespace tapestry::models

@@ -1,0 +1,102 @@
+// Training: one reused tape, the optimizer, clipping and the epoch loop.
+#include "models/train.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "nn/clip.h"
+
+namespace tapestry::models {
+
+void TrainOptions::validate() const {
+  auto require = [](bool ok, const std::string& what) {
+    if (!ok) throw ValueError("training: " + what);
+  };
+  require(batch_size >= 1, fmt::format("batch size must be at least 1, got {}", batch_size));
+  require(optimizer == "adam" || optimizer == "adamw" || optimizer == "sgd",
+          fmt::format("unknown optimizer '{}' (valid: adam, adamw, sgd)", optimizer));
+  require(lr > 0 && std::isfinite(lr), fmt::format("lr must be positive, got {}", lr));
+  require(clip >= 0, fmt::format("clip must be 0 (off) or positive, got {}", clip));
+  require(teacher_forcing >= 0 && teacher_forcing <= 1,
+          fmt::format("teacher forcing must be in [0, 1], got {}", teacher_forcing));
+  require(schedule == "none" || schedule == "step" || schedule == "plateau",
+          fmt::format("unknown schedule '{}' (valid: none, step, plateau)", schedule));
+}
+
+Trainer::Trainer(Seq2Seq& model, const TrainOptions& options)
+    : model_(model), options_(options), params_(model.parameters()), batch_rng_(options.seed) {
+  options_.validate();
+  if (options_.optimizer == "sgd")
+    optimizer_ =
+        std::make_unique<nn::SGD>(params_, options_.lr, options_.momentum, options_.weight_decay);
+  else if (options_.optimizer == "adamw")
+    optimizer_ =
+        std::make_unique<nn::AdamW>(params_, options_.lr, 0.9, 0.999, 1e-8, options_.weight_decay);
+  else
+    optimizer_ =
+        std::make_unique<nn::Adam>(params_, options_.lr, 0.9, 0.999, 1e-8, options_.weight_decay);
+  if (options_.schedule == "step")
+    step_lr_ = std::make_unique<nn::StepLR>(*optimizer_, options_.step_size, options_.gamma);
+  else if (options_.schedule == "plateau")
+    plateau_ =
+        std::make_unique<nn::ReduceLROnPlateau>(*optimizer_, options_.gamma, options_.patience);
+}
+
+double Trainer::step(const Batch& batch) {
+  model_.train();
+  optimizer_->zero_grad();
+  tape_.clear();
+  Var loss = model_.loss(tape_, batch, options_.teacher_forcing);
+  tape_.backward(loss);
+  const double value = loss.value().item();
+  tape_.clear();
+  last_norm_ = nn::clip_grad_norm(params_, options_.clip > 0 ? options_.clip : INFINITY);
+  last_skipped_ = !std::isfinite(last_norm_);
+  if (!last_skipped_) optimizer_->step();
+  return value;
+}
+
+EpochResult Trainer::epoch(std::span<const EncodedPair> pairs,
+                           const std::function<void(const StepProgress&)>& on_step) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  EpochResult r;
+  auto batches = make_batches(pairs, options_.batch_size, &batch_rng_);
+  double weighted = 0, norms = 0;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    Batch batch = make_batch(pairs, batches[i]);
+    const double loss = step(batch);
+    const int64_t tokens = batch.target_tokens();
+    if (last_skipped_) {
+      ++r.skipped;
+    } else {
+      weighted += loss * static_cast<double>(tokens);
+      r.tokens += tokens;
+      norms += last_norm_;
+    }
+    ++r.steps;
+    if (on_step) {
+      StepProgress p;
+      p.step = r.steps;
+      p.steps = static_cast<int64_t>(batches.size());
+      p.loss = loss;
+      p.tokens = r.tokens;
+      p.mean_loss = r.tokens > 0 ? weighted / static_cast<double>(r.tokens) : 0;
+      p.seconds = std::chrono::duration<double>(clock::now() - start).count();
+      on_step(p);
+    }
+  }
+  r.loss = r.tokens > 0 ? weighted / static_cast<double>(r.tokens) : 0;
+  r.grad_norm = r.steps > r.skipped ? norms / static_cast<double>(r.steps - r.skipped) : 0;
+  r.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  return r;
+}
+
+void Trainer::end_epoch(double valid_loss) {
+  if (step_lr_) step_lr_->step();
+  if (plateau_) plateau_->step(valid_loss);
+}
+
+}  // namespace tapestry::models

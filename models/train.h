@@ -1,0 +1,80 @@
+// Training: the optimizer step (forward, backward, clip, update) and epochs over shuffled batches.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "models/batch.h"
+#include "models/seq2seq.h"
+#include "nn/optim.h"
+#include "nn/schedule.h"
+
+namespace tapestry::models {
+
+struct TrainOptions {
+  int64_t batch_size = 64;
+  std::string optimizer = "adam";  // adam, adamw or sgd
+  double lr = 1e-3;
+  double weight_decay = 0;
+  double momentum = 0.9;  // sgd only
+  double clip = 1.0;      // global gradient norm; 0: no clipping
+  double teacher_forcing = 1.0;
+  std::string schedule = "none";  // none, step (lr *= gamma every step_size epochs) or plateau
+  int step_size = 5;
+  double gamma = 0.5;  // step and plateau decay factor
+  int patience = 1;    // plateau: epochs without improvement before a decay
+  uint64_t seed = 1;   // batch order
+  // Throws ValueError naming the option and listing valid values.
+  void validate() const;
+};
+
+// What on_step sees after every step of an epoch.
+struct StepProgress {
+  int64_t step = 0, steps = 0;  // within the epoch: done and total
+  double loss = 0;              // this step's loss
+  double mean_loss = 0;         // the epoch's token-weighted mean so far
+  int64_t tokens = 0;           // target tokens so far this epoch
+  double seconds = 0;           // since the epoch started
+};
+
+struct EpochResult {
+  double loss = 0;  // token-weighted mean training loss
+  int64_t steps = 0, tokens = 0, skipped = 0;
+  double seconds = 0;
+  double grad_norm = 0;  // mean pre-clip gradient norm
+};
+
+class Trainer {
+ public:
+  Trainer(Seq2Seq& model, const TrainOptions& options);
+
+  // forward, backward, clip, update; returns the loss. A step whose gradient norm is not finite
+  // changes nothing and is counted as skipped.
+  double step(const Batch& batch);
+  // One pass over `pairs` in shuffled, length-bucketed batches.
+  EpochResult epoch(std::span<const EncodedPair> pairs,
+                    const std::function<void(const StepProgress&)>& on_step = {});
+  // Call after each epoch with the validation loss: advances the lr schedule.
+  void end_epoch(double valid_loss);
+
+  nn::Optimizer& optimizer() { return *optimizer_; }
+  Rng& batch_rng() { return batch_rng_; }
+  int64_t steps() const { return optimizer_->steps(); }
+  double last_grad_norm() const { return last_norm_; }
+
+ private:
+  Seq2Seq& model_;
+  TrainOptions options_;
+  std::vector<nn::Parameter*> params_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  std::unique_ptr<nn::StepLR> step_lr_;
+  std::unique_ptr<nn::ReduceLROnPlateau> plateau_;
+  Rng batch_rng_;
+  Tape tape_;
+  double last_norm_ = 0;
+  bool last_skipped_ = false;
+};
+
+}  // namespace tapestry::models

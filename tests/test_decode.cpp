@@ -1,0 +1,191 @@
+// Decoding: beam 1 is greedy, outputs do not depend on the batch, attention weights are a
+// distribution over the real source positions, and bad options are refused.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "models/decode.h"
+#include "models/seq2seq.h"
+
+using namespace tapestry;
+using namespace tapestry::models;
+
+namespace {
+
+Seq2SeqConfig small_config(nn::AttentionKind attention, DecoderKind decoder, nn::CellKind cell) {
+  Seq2SeqConfig c;
+  c.src_vocab = c.tgt_vocab = 12;
+  c.emb = 8;
+  c.hidden = 10;
+  c.attention = attention;
+  c.decoder = decoder;
+  c.cell = cell;
+  c.bidirectional = attention != nn::AttentionKind::dot &&
+                    attention != nn::AttentionKind::scaled_dot &&
+                    attention != nn::AttentionKind::cosine;
+  c.seed = 3;
+  return c;
+}
+
+// Sources of lengths 5, 2, 7, 1 and 4 (targets unused by decoding).
+std::vector<EncodedPair> sources() {
+  return {{{4, 5, 6, 7, 8}, {}},
+          {{9, 4}, {}},
+          {{5, 5, 6, 11, 10, 4, 7}, {}},
+          {{8}, {}},
+          {{11, 10, 9, 8}, {}}};
+}
+
+// Scales every parameter so the untrained model's outputs vary with the input instead of
+// repeating one token.
+void sharpen(Seq2Seq& m) {
+  for (auto* p : m.parameters())
+    dispatch(p->value.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* d = p->value.data<T>();
+      for (int64_t i = 0; i < p->value.numel(); ++i) d[i] *= T(3);
+    });
+}
+
+}  // namespace
+
+TEST_CASE("beam search of width 1 is greedy decoding exactly", "[decode]") {
+  auto pairs = sources();
+  std::vector<int64_t> rows{0, 1, 2, 3, 4};
+  Batch batch = make_batch(pairs, rows);
+  for (nn::AttentionKind kind : nn::all_attention_kinds()) {
+    for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong}) {
+      Seq2Seq model(small_config(kind, dec, nn::CellKind::gru));
+      sharpen(model);
+      DecodeOptions o;
+      o.beam = 1;
+      auto greedy = greedy_decode(model, batch, o);
+      auto beam = beam_decode(model, batch, o);
+      INFO(fmt::format("{} attention, {} decoder", nn::attention_name(kind), decoder_name(dec)));
+      REQUIRE(greedy.size() == 5);
+      REQUIRE(beam.size() == 5);
+      for (size_t r = 0; r < 5; ++r) {
+        REQUIRE(beam[r].size() == 1);
+        CHECK(beam[r][0].tokens == greedy[r][0].tokens);
+        CHECK(beam[r][0].finished == greedy[r][0].finished);
+        CHECK(beam[r][0].log_prob == greedy[r][0].log_prob);
+        CHECK(beam[r][0].attention == greedy[r][0].attention);
+      }
+    }
+  }
+}
+
+TEST_CASE("decoded tokens do not depend on the batch or its padding", "[decode]") {
+  auto pairs = sources();
+  for (nn::AttentionKind kind : nn::all_attention_kinds()) {
+    for (int64_t beam : {1, 3}) {
+      Seq2Seq model(small_config(kind, DecoderKind::luong, nn::CellKind::lstm));
+      sharpen(model);
+      DecodeOptions o;
+      o.beam = beam;
+      o.nbest = beam;
+      std::vector<int64_t> all{0, 1, 2, 3, 4};
+      auto together = decode(model, make_batch(pairs, all), o);
+      for (int64_t r = 0; r < 5; ++r) {
+        std::vector<int64_t> one{r};
+        auto alone = decode(model, make_batch(pairs, one), o);
+        INFO(fmt::format("{} attention, beam {}, row {}", nn::attention_name(kind), beam, r));
+        REQUIRE(alone[0].size() == together[r].size());
+        for (size_t h = 0; h < alone[0].size(); ++h) {
+          CHECK(alone[0][h].tokens == together[r][h].tokens);
+          CHECK(std::abs(alone[0][h].log_prob - together[r][h].log_prob) < 1e-5);
+          REQUIRE(alone[0][h].attention.size() == together[r][h].attention.size());
+          for (size_t i = 0; i < alone[0][h].attention.size(); ++i)
+            CHECK(std::abs(alone[0][h].attention[i] - together[r][h].attention[i]) < 1e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention weights sum to 1 over real positions and are exactly 0 on padding",
+          "[decode]") {
+  auto pairs = sources();
+  std::vector<int64_t> rows{0, 1, 2, 3, 4};
+  Batch batch = make_batch(pairs, rows);
+  for (nn::AttentionKind kind : nn::all_attention_kinds()) {
+    if (kind == nn::AttentionKind::none) continue;
+    for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong}) {
+      Seq2Seq model(small_config(kind, dec, nn::CellKind::gru));
+      Tape tape;
+      nn::AttentionMemory memory = model.encode(tape, batch);
+      DecoderState state = model.decoder().start(tape, memory.summary);
+      std::vector<int32_t> y(5, Vocab::kBos);
+      for (int64_t t = 0; t < 6; ++t) {
+        DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
+        const Tensor& a = step.weights.value();
+        REQUIRE(a.shape() == Shape{5, batch.src_len});
+        for (int64_t r = 0; r < 5; ++r) {
+          double sum = 0;
+          for (int64_t j = 0; j < batch.src_len; ++j) {
+            const double w = a.at(r * batch.src_len + j);
+            if (j >= batch.src_lengths[r]) {
+              INFO(fmt::format("{} row {} padded position {}", nn::attention_name(kind), r, j));
+              CHECK(w == 0.0);
+            }
+            CHECK(w >= 0.0);
+            sum += w;
+          }
+          INFO(fmt::format("{} {} decoder, step {}, row {}: sum {}", nn::attention_name(kind),
+                           decoder_name(dec), t, r, sum));
+          if (nn::weights_sum_to_one(kind))
+            CHECK(std::abs(sum - 1.0) < 1e-5);
+          else
+            CHECK((sum > 0.0 && sum <= 1.0 + 1e-6));
+        }
+        for (int64_t r = 0; r < 5; ++r) y[r] = static_cast<int32_t>(4 + (t + r) % 8);
+      }
+    }
+  }
+}
+
+TEST_CASE("beam search returns n-best lists ranked by normalised score, within the length limit",
+          "[decode]") {
+  auto pairs = sources();
+  std::vector<int64_t> rows{0, 1, 2, 3, 4};
+  Batch batch = make_batch(pairs, rows);
+  Seq2Seq model(
+      small_config(nn::AttentionKind::bahdanau, DecoderKind::bahdanau, nn::CellKind::gru));
+  sharpen(model);
+  DecodeOptions o;
+  o.beam = 4;
+  o.nbest = 3;
+  o.max_len_ratio = 1.0;
+  o.max_len_extra = 2;
+  auto out = beam_decode(model, batch, o);
+  for (int64_t r = 0; r < 5; ++r) {
+    REQUIRE(!out[r].empty());
+    REQUIRE(out[r].size() <= 3);
+    for (size_t h = 0; h < out[r].size(); ++h) {
+      const Hypothesis& hy = out[r][h];
+      CHECK(hy.steps() <= max_decode_steps(o, batch.src_lengths[r]));
+      CHECK(hy.attention.size() == static_cast<size_t>(hy.steps() * batch.src_lengths[r]));
+      CHECK(hy.score == Approx(hy.log_prob / hy.steps()));
+      if (h > 0) CHECK(out[r][h - 1].score >= hy.score);
+      for (size_t g = 0; g < h; ++g) CHECK(out[r][g].tokens != hy.tokens);
+    }
+  }
+}
+
+TEST_CASE("decoding refuses bad options", "[decode]") {
+  auto pairs = sources();
+  std::vector<int64_t> rows{0};
+  Batch batch = make_batch(pairs, rows);
+  Seq2Seq model(small_config(nn::AttentionKind::general, DecoderKind::luong, nn::CellKind::gru));
+  DecodeOptions o;
+  o.beam = 0;
+  REQUIRE_THROWS_AS(decode(model, batch, o), ValueError);
+  o.beam = 2;
+  o.nbest = 3;
+  REQUIRE_THROWS_WITH(decode(model, batch, o),
+                      Catch::Contains("nbest must be between 1 and the beam width 2"));
+  o.nbest = 1;
+  o.max_len_ratio = -1;
+  REQUIRE_THROWS_AS(decode(model, batch, o), ValueError);
+}
