@@ -1,0 +1,48 @@
+// Text handling: UTF-8 checking, lower-casing, accent folding, punctuation splitting and the
+// normalisation of PyTorch's seq2seq translation tutorial.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tapestry::models {
+
+// The byte offset of the first invalid UTF-8 sequence in `s`, or nullopt if it is valid.
+std::optional<size_t> invalid_utf8_at(std::string_view s);
+
+// Code points <-> UTF-8 (the input must be valid; see invalid_utf8_at).
+std::vector<char32_t> utf8_decode(std::string_view s);
+std::string utf8_encode(const std::vector<char32_t>& cps);
+
+// Lower case for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic letters (others unchanged),
+// so "Über DAS Café" becomes "über das café".
+std::string to_lower(std::string_view s);
+
+// What Python's unicodedata.normalize('NFD', s) followed by dropping combining marks (category
+// Mn) does to Latin-1 and Latin Extended-A text: "é" -> "e", "Ü" -> "U". Letters without a
+// canonical decomposition (ß, æ, œ, ø, ł, ...) are kept, as NFD keeps them.
+std::string fold_accents(std::string_view s);
+
+struct TextOptions {
+  bool lowercase = false;
+  // Splits punctuation off words: . , ! ? ; : " ( ) [ ] { } and « » „ “ ” ¿ ¡ … — –; an apostrophe
+  // or hyphen inside a word stays ("l'homme", "t-shirt").
+  bool split_punctuation = false;
+};
+
+// Whitespace tokenisation after the options above (UTF-8 survives untouched otherwise).
+std::vector<std::string> tokenize(std::string_view line, const TextOptions& options);
+
+// normalizeString of the PyTorch tutorial "Translation with a Sequence to Sequence Network and
+// Attention": lower-case, strip, fold accents, " \1" before each of . ! ?, then every run of
+// characters other than a-z . ! ? becomes one space. Returns the normalised string.
+std::string tutorial_normalize(std::string_view s);
+// The tutorial's filterPair on normalised strings: both sides under 10 words (split on ' ') and the
+// English side starting with "i am ", "i m ", "he is", "he s ", "she is", "she s ", "you are",
+// "you re ", "we are", "we re ", "they are" or "they re ".
+bool tutorial_keep(std::string_view english, std::string_view other);
+
+}  // namespace tapestry::models

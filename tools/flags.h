@@ -1,0 +1,65 @@
+// Flags: declarative command-line options for the subcommands, with generated help and errors that
+// list the valid choices.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tools/cli.h"
+
+namespace tapestry::cli {
+
+class Flags {
+ public:
+  // usage: "tapestry train [options]"; about: a paragraph printed under it by --help.
+  Flags(std::string usage, std::string about);
+
+  // --name VALUE options; `help` is one line; choices (if any) are the only accepted values.
+  void add(const std::string& name, std::string* target, const std::string& help,
+           std::vector<std::string> choices = {});
+  void add(const std::string& name, int64_t* target, const std::string& help, int64_t min,
+           int64_t max);
+  void add(const std::string& name, double* target, const std::string& help, double min,
+           double max);
+  // --name sets true, --no-name sets false.
+  void add_switch(const std::string& name, bool* target, const std::string& help);
+  // Positional arguments, in order; `required` ones must be given.
+  void add_positional(const std::string& name, std::string* target, const std::string& help,
+                      bool required = true);
+  // Any number of further positional arguments.
+  void add_rest(const std::string& name, std::vector<std::string>* target, const std::string& help);
+  // A section title shown in --help before the options added after it.
+  void section(const std::string& title);
+
+  // Returns false if --help was given (the help has been printed). Throws UsageError for an
+  // unknown option (naming the closest valid one and listing all), a missing or bad value.
+  bool parse(const Args& args);
+  bool given(const std::string& name) const;
+  std::string help() const;
+
+ private:
+  struct Option {
+    std::string name, help, section, metavar, default_text;
+    std::vector<std::string> choices;
+    bool is_switch = false;
+    std::function<void(const std::string&)> set;
+  };
+  struct Positional {
+    std::string name, help;
+    std::string* target;
+    bool required;
+  };
+  Option& option(const std::string& name);
+  [[noreturn]] void unknown(const std::string& arg) const;
+
+  std::string usage_, about_, section_;
+  std::vector<Option> options_;
+  std::vector<Positional> positionals_;
+  std::vector<std::string>* rest_ = nullptr;
+  std::string rest_name_, rest_help_;
+  std::vector<std::string> given_;
+};
+
+}  // namespace tapestry::cli
