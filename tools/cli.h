@@ -15,5 +15,6 @@ struct UsageError {
 };
 
 int cmd_gradcheck(const Args& args);
+int cmd_bleu(const Args& args);
 
 }  // namespace tapestry::cli

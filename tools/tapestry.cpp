@@ -21,6 +21,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"gradcheck", tapestry::cli::cmd_gradcheck,
      "check every op's gradient against finite differences (float64)"},
+    {"bleu", tapestry::cli::cmd_bleu, "corpus BLEU of a hypothesis file, as sacreBLEU computes it"},
 };
 
 void print_help() {

@@ -1,0 +1,186 @@
+// tapestry bleu: corpus BLEU of a hypothesis file against reference files, as sacreBLEU scores it.
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "core/errors.h"
+#include "models/bleu.h"
+#include "tools/cli.h"
+
+namespace tapestry::cli {
+
+namespace {
+
+void usage() {
+  fmt::print(
+      "usage: tapestry bleu HYP REF [REF2 ...] [--lowercase] [--tokenize 13a|none]\n"
+      "                     [--smooth-method exp|floor|add-k|none] [--smooth-value X]\n"
+      "                     [--effective-order] [--score-only] [--width N]\n\n"
+      "Corpus BLEU of the hypotheses in HYP (UTF-8, one sentence per line) against one or more\n"
+      "reference files with as many lines, computed as sacreBLEU 2.x does by default: mteval-v13a\n"
+      "tokenisation, case-sensitive, BLEU-4, corpus sums of clipped n-gram matches, brevity\n"
+      "penalty from the closest reference length, exp smoothing. Lines are right-stripped; an\n"
+      "empty reference line means that file has no reference for the line. Prints sacreBLEU's\n"
+      "line and the signature of the settings.\n\n"
+      "  --lowercase, -lc         case-insensitive BLEU\n"
+      "  --tokenize, -tok NAME    13a (default) or none (split on whitespace only)\n"
+      "  --smooth-method, -s M    exp (default), floor, add-k or none\n"
+      "  --smooth-value, -sv X    the value for floor (default 0.1) and add-k (default 1)\n"
+      "  --effective-order        average only over the n-gram orders the hypotheses have\n"
+      "  --score-only, -b         print only the score\n"
+      "  --width, -w N            decimals of the score (default 2)\n");
+}
+
+std::string value_of(const Args& args, size_t& i, const char* what) {
+  if (i + 1 >= args.size()) throw UsageError{fmt::format("{} needs a value ({})", args[i], what)};
+  return args[++i];
+}
+
+// The lines of a UTF-8 text file, split at '\n' only (a final newline ends the last line) and
+// right-stripped of whitespace, as sacreBLEU reads them.
+std::vector<std::string> read_lines(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                       &std::fclose);
+  if (!file) throw Error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  std::string text;
+  char buffer[1 << 16];
+  size_t got;
+  while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, got);
+  if (std::ferror(file.get()))
+    throw Error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  if (text.empty()) throw Error(fmt::format("'{}' is empty: no lines to score", path));
+
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + start, end - start);
+    lines.emplace_back(models::rstrip_whitespace(line));
+    start = end + 1;
+  }
+  return lines;
+}
+
+}  // namespace
+
+int cmd_bleu(const Args& args) {
+  std::vector<std::string> files;
+  models::BleuOptions options;
+  bool score_only = false;
+  int width = 2;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      usage();
+      return 0;
+    } else if (a == "--lowercase" || a == "-lc") {
+      options.lowercase = true;
+    } else if (a == "--tokenize" || a == "-tok") {
+      std::string v = value_of(args, i, "13a or none");
+      if (v == "13a")
+        options.tokenizer = models::BleuTokenizer::k13a;
+      else if (v == "none")
+        options.tokenizer = models::BleuTokenizer::kNone;
+      else
+        throw UsageError{fmt::format("unknown tokenizer '{}' (valid: 13a, none)", v)};
+    } else if (a == "--smooth-method" || a == "-s") {
+      std::string v = value_of(args, i, "exp, floor, add-k or none");
+      if (v == "exp")
+        options.smooth = models::BleuSmooth::kExp;
+      else if (v == "floor")
+        options.smooth = models::BleuSmooth::kFloor;
+      else if (v == "add-k")
+        options.smooth = models::BleuSmooth::kAddK;
+      else if (v == "none")
+        options.smooth = models::BleuSmooth::kNone;
+      else
+        throw UsageError{
+            fmt::format("unknown smoothing method '{}' (valid: exp, floor, add-k, none)", v)};
+    } else if (a == "--smooth-value" || a == "-sv") {
+      std::string v = value_of(args, i, "a number >= 0");
+      size_t used = 0;
+      double x = -1;
+      try {
+        x = std::stod(v, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != v.size() || !(x >= 0) || std::isinf(x))
+        throw UsageError{fmt::format("--smooth-value '{}' is not a finite number >= 0", v)};
+      options.smooth_value = x;
+    } else if (a == "--effective-order") {
+      options.effective_order = true;
+    } else if (a == "--score-only" || a == "-b") {
+      score_only = true;
+    } else if (a == "--width" || a == "-w") {
+      std::string v = value_of(args, i, "decimals of the score, 0..10");
+      if (v.empty() || v.size() > 2 || v.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoi(v) > 10)
+        throw UsageError{fmt::format("--width '{}' is not a whole number from 0 to 10", v)};
+      width = std::stoi(v);
+    } else if (a.size() > 1 && a[0] == '-') {
+      throw UsageError{fmt::format(
+          "unknown option '{}' (valid: --lowercase, --tokenize 13a|none, --smooth-method "
+          "exp|floor|add-k|none, --smooth-value X, --effective-order, --score-only, --width N, "
+          "--help)",
+          a)};
+    } else {
+      files.push_back(a);
+    }
+  }
+  if (files.size() < 2)
+    throw UsageError{fmt::format(
+        "needs a hypothesis file and at least one reference file, got {} file{} (see --help)",
+        files.size(), files.size() == 1 ? "" : "s")};
+  if (options.smooth_value && options.smooth != models::BleuSmooth::kFloor &&
+      options.smooth != models::BleuSmooth::kAddK)
+    throw UsageError{"--smooth-value applies only to --smooth-method floor or add-k"};
+
+  std::vector<std::string> hyps = read_lines(files[0]);
+  std::vector<std::vector<std::string>> refs;
+  for (size_t k = 1; k < files.size(); ++k) {
+    refs.push_back(read_lines(files[k]));
+    if (refs.back().size() != hyps.size())
+      throw Error(
+          fmt::format("'{}' has {} lines but '{}' has {}: every file needs one line per "
+                      "sentence",
+                      files[0], hyps.size(), files[k], refs.back().size()));
+  }
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    bool any = false;
+    for (const auto& r : refs) any = any || !r[i].empty();
+    if (!any) {
+      std::string names;
+      for (size_t k = 1; k < files.size(); ++k)
+        names += fmt::format("{}'{}'", k > 1 ? ", " : "", files[k]);
+      throw Error(fmt::format(
+          "line {}: the reference line is empty in every reference file ({}); sacreBLEU refuses "
+          "such a line too",
+          i + 1, names));
+    }
+  }
+
+  // sacreBLEU warns about this too: tokenised hypotheses lose points against 13a references.
+  size_t tokenized = 0;
+  for (const auto& h : hyps) tokenized += h.ends_with(" .");
+  if (tokenized >= 100 && options.tokenizer == models::BleuTokenizer::k13a)
+    fmt::print(stderr,
+               "tapestry bleu: warning: {} hypotheses end in ' .'; they look tokenized, which "
+               "lowers BLEU against detokenized references\n",
+               tokenized);
+
+  models::BleuScore score = models::corpus_bleu(hyps, refs, options);
+  if (score_only) {
+    fmt::print("{:.{}f}\n", score.score, width);
+  } else {
+    fmt::print("{}\n", score.str(width));
+    fmt::print("signature: {}\n", models::bleu_signature(refs, options));
+  }
+  return 0;
+}
+
+}  // namespace tapestry::cli
