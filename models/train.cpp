@@ -26,7 +26,7 @@ void TrainOptions::validate() const {
 }
 
 Trainer::Trainer(Seq2Seq& model, const TrainOptions& options)
-    : model_(model), options_(options), params_(model.parameters()), batch_rng_(options.seed) {
+    : model_(model), options_(options), params_(model.parameters()) {
   options_.validate();
   if (options_.optimizer == "sgd")
     optimizer_ =
@@ -58,12 +58,22 @@ double Trainer::step(const Batch& batch) {
   return value;
 }
 
-EpochResult Trainer::epoch(std::span<const EncodedPair> pairs,
-                           const std::function<void(const StepProgress&)>& on_step) {
+namespace {
+// A seed for (seed, epoch, stream) drawn through the generator, so nearby inputs diverge.
+uint64_t derive_seed(uint64_t seed, int64_t epoch, uint64_t stream) {
+  Rng rng(seed ^ (static_cast<uint64_t>(epoch) * 0x9E3779B97F4A7C15ull) ^ (stream << 56));
+  return rng.next_u64();
+}
+}  // namespace
+
+EpochResult Trainer::epoch(std::span<const EncodedPair> pairs, int64_t epoch,
+                           const std::function<bool(const StepProgress&)>& on_step) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   EpochResult r;
-  auto batches = make_batches(pairs, options_.batch_size, &batch_rng_);
+  Rng batch_rng(derive_seed(options_.seed, epoch, 1));
+  model_.rng() = Rng(derive_seed(model_.config().seed, epoch, 2));
+  auto batches = make_batches(pairs, options_.batch_size, &batch_rng);
   double weighted = 0, norms = 0;
   for (size_t i = 0; i < batches.size(); ++i) {
     Batch batch = make_batch(pairs, batches[i]);
@@ -85,7 +95,10 @@ EpochResult Trainer::epoch(std::span<const EncodedPair> pairs,
       p.tokens = r.tokens;
       p.mean_loss = r.tokens > 0 ? weighted / static_cast<double>(r.tokens) : 0;
       p.seconds = std::chrono::duration<double>(clock::now() - start).count();
-      on_step(p);
+      if (!on_step(p)) {
+        r.stopped = true;
+        break;
+      }
     }
   }
   r.loss = r.tokens > 0 ? weighted / static_cast<double>(r.tokens) : 0;

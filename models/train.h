@@ -42,6 +42,7 @@ struct StepProgress {
 struct EpochResult {
   double loss = 0;  // token-weighted mean training loss
   int64_t steps = 0, tokens = 0, skipped = 0;
+  bool stopped = false;  // on_step asked to stop before the end
   double seconds = 0;
   double grad_norm = 0;  // mean pre-clip gradient norm
 };
@@ -53,14 +54,16 @@ class Trainer {
   // forward, backward, clip, update; returns the loss. A step whose gradient norm is not finite
   // changes nothing and is counted as skipped.
   double step(const Batch& batch);
-  // One pass over `pairs` in shuffled, length-bucketed batches.
-  EpochResult epoch(std::span<const EncodedPair> pairs,
-                    const std::function<void(const StepProgress&)>& on_step = {});
+  // One pass over `pairs` in shuffled, length-bucketed batches. The batch order and the model's
+  // random draws (dropout, teacher forcing) are seeded from (seed, epoch), so a run resumed at an
+  // epoch boundary continues exactly as an uninterrupted one. on_step may return false to stop
+  // the epoch early (a time limit).
+  EpochResult epoch(std::span<const EncodedPair> pairs, int64_t epoch,
+                    const std::function<bool(const StepProgress&)>& on_step = {});
   // Call after each epoch with the validation loss: advances the lr schedule.
   void end_epoch(double valid_loss);
 
   nn::Optimizer& optimizer() { return *optimizer_; }
-  Rng& batch_rng() { return batch_rng_; }
   int64_t steps() const { return optimizer_->steps(); }
   double last_grad_norm() const { return last_norm_; }
 
@@ -71,7 +74,6 @@ class Trainer {
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<nn::StepLR> step_lr_;
   std::unique_ptr<nn::ReduceLROnPlateau> plateau_;
-  Rng batch_rng_;
   Tape tape_;
   double last_norm_ = 0;
   bool last_skipped_ = false;

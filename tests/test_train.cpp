@@ -46,7 +46,7 @@ TEST_CASE("an attention model learns to reverse short sequences", "[train]") {
   o.lr = 3e-3;
   Trainer trainer(model, o);
   const double before = evaluate_loss(model, test, 64).loss;
-  for (int e = 0; e < 3; ++e) trainer.epoch(train);
+  for (int e = 0; e < 3; ++e) trainer.epoch(train, e);
   const double after = evaluate_loss(model, test, 64).loss;
   auto hyps = translate(model, test, 64, {});
   MatchCounts m;
@@ -68,7 +68,7 @@ TEST_CASE("training is reproducible from the seeds", "[train]") {
     o.seed = batch_seed;
     o.teacher_forcing = 0.5;
     Trainer trainer(model, o);
-    EpochResult r = trainer.epoch(train);
+    EpochResult r = trainer.epoch(train, 0);
     return std::make_pair(r.loss, model.parameters()[0]->value.to_vector());
   };
   auto a = run(1), b = run(1), c = run(2);
