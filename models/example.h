@@ -1,4 +1,4 @@
-// Example: one translation pair as tokens, with its true alignment where known; and the splits.
+// Example and Splits: translation pairs as token lists, with the true alignment where it is known.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@ namespace tapestry::models {
 struct Example {
   std::vector<std::string> src, tgt;
   // align[t] = index into src of the source token that target token t translates, or -1 where no
-  // single source token does; empty if unknown.
+  // single source token does (a determiner's gender, a date's separators); empty if unknown.
   std::vector<int32_t> align;
 };
 
