@@ -1,0 +1,32 @@
+// SavedModel: a trained model with what it takes to use it (configuration, vocabularies,
+// preprocessing) in one safetensors checkpoint.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "models/preprocess.h"
+#include "models/seq2seq.h"
+#include "models/vocab.h"
+
+namespace tapestry::models {
+
+struct SavedModel {
+  std::unique_ptr<Seq2Seq> model;
+  Vocab src, tgt;
+  Preprocess preprocess;
+  std::map<std::string, std::string> metadata;  // everything the file's header holds
+};
+
+// Writes the parameters and, as metadata, "config", "src_vocab", "tgt_vocab", "preprocess" (JSON)
+// and `extra` (e.g. "epoch", "valid_loss"), atomically.
+void save_model(const std::string& path, Seq2Seq& model, const Vocab& src, const Vocab& tgt,
+                const Preprocess& preprocess, const std::map<std::string, std::string>& extra = {});
+
+// Reads a model written by save_model. Throws nn::CheckpointError naming the file and the reason:
+// not a safetensors file, not a Tapestry model (missing metadata), a configuration or vocabulary
+// that does not parse or does not match the tensors (each differing tensor named).
+SavedModel load_model(const std::string& path);
+
+}  // namespace tapestry::models

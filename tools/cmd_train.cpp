@@ -1,0 +1,254 @@
+// tapestry train: trains an attention model on a toy task or a corpus, validating every epoch,
+// keeping the best checkpoint, a metrics log and the test split in the run directory.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/blas.h"
+#include "models/bleu.h"
+#include "models/evaluate.h"
+#include "models/metrics.h"
+#include "models/saved_model.h"
+#include "nn/checkpoint.h"
+#include "tools/cli.h"
+#include "tools/progress.h"
+#include "tools/run_dir.h"
+#include "tools/train_setup.h"
+
+namespace tapestry::cli {
+
+namespace fs = std::filesystem;
+using namespace models;
+
+namespace {
+
+constexpr const char* kAbout =
+    "Trains an RNN encoder, an attention network and a decoder end to end on a toy task or a\n"
+    "corpus. Every epoch it reports the validation loss, perplexity, BLEU and exact-match\n"
+    "accuracy; it keeps the best model (by validation loss) in DIR/model.safetensors, the last\n"
+    "epoch's state for --resume, a metrics log DIR/metrics.jsonl, and the test split as\n"
+    "DIR/test.src and DIR/test.ref. At the end it scores the best model on the test split\n"
+    "(greedy and beam) and prints a few translations.\n\n"
+    "examples:\n"
+    "  tapestry train --task reverse --epochs 5\n"
+    "  tapestry train --task grammar --attention general --decoder luong --out runs/grammar\n"
+    "  tapestry train --data ../shared/data/tatoeba/eng-fra.txt --reverse --tutorial-filter\n"
+    "  tapestry train --train-prefix ../shared/data/multi30k/train --valid-prefix "
+    "../shared/data/multi30k/val \\\n"
+    "      --test-prefix ../shared/data/multi30k/test_2016_flickr --src de --tgt en --lowercase "
+    "--split-punct";
+
+// Scores of decoded sentences against their references.
+struct DecodeScores {
+  MatchCounts match;
+  BleuScore bleu;
+};
+
+DecodeScores score(const std::vector<std::vector<Hypothesis>>& hyps,
+                   std::span<const EncodedPair> pairs, std::span<const Example> examples,
+                   const Vocab& tgt, const Preprocess& prep) {
+  DecodeScores s;
+  std::vector<std::string> out, refs;
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    const auto& best = hyps[i][0].tokens;
+    s.match.add(best, pairs[i].tgt);
+    out.push_back(prep.detokenize(tgt.decode(best)));
+    refs.push_back(prep.detokenize(examples[i].tgt));
+  }
+  s.bleu = corpus_bleu(out, {refs});
+  return s;
+}
+
+}  // namespace
+
+int cmd_train(const Args& args) {
+  TrainSettings s;
+  Flags flags("tapestry train [options]", kAbout);
+  s.declare(flags);
+  if (!flags.parse(args)) return 0;
+  RunDir run;
+  if (!s.resume.empty()) {
+    // The run's own flags, then whatever this command line changes (e.g. more --epochs).
+    run = RunDir::open(s.resume);
+    Args all = run.read_command();
+    all.insert(all.end(), args.begin(), args.end());
+    s = TrainSettings{};
+    Flags again("tapestry train [options]", kAbout);
+    s.declare(again);
+    again.parse(all);
+    s.out = run.path();
+  }
+  s.check(flags);
+  if (s.threads > 0) blas::set_threads(static_cast<int>(s.threads));
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+
+  TrainData data = load_train_data(s);
+  VocabBuilder src_counts, tgt_counts;
+  for (const auto& e : data.splits.train) {
+    src_counts.count(e.src);
+    tgt_counts.count(e.tgt);
+  }
+  Vocab src_vocab = src_counts.build(s.min_freq, s.max_vocab);
+  Vocab tgt_vocab = tgt_counts.build(s.min_freq, s.max_vocab);
+  if (data.splits.train.empty() || data.splits.valid.empty() || data.splits.test.empty())
+    throw Error(fmt::format(
+        "{}: train, valid and test need at least one pair each (have {}, {}, {})", data.description,
+        data.splits.train.size(), data.splits.valid.size(), data.splits.test.size()));
+  auto train = encode_pairs(data.splits.train, src_vocab, tgt_vocab);
+  auto valid = encode_pairs(data.splits.valid, src_vocab, tgt_vocab);
+  auto test = encode_pairs(data.splits.test, src_vocab, tgt_vocab);
+
+  Seq2Seq model(model_config(s, src_vocab.size(), tgt_vocab.size()));
+  Trainer trainer(model, train_options(s));
+  if (s.out.empty())
+    s.out =
+        fmt::format("runs/{}-{}", fs::path(s.data_description()).filename().string(), s.attention);
+  if (s.resume.empty()) {
+    run = RunDir::create(s.out);
+    run.write_command(args);
+    run.write_test_split(data.splits.test, data.preprocess);
+  }
+  int64_t first_epoch = 1;
+  double best = INFINITY, elapsed_before = 0;
+  if (!s.resume.empty()) {
+    RunState st = run.load_state(model, trainer.optimizer());
+    first_epoch = st.epoch + 1;
+    best = st.best_valid_loss;
+    elapsed_before = st.seconds;
+  }
+
+  const bool verbose = !s.quiet;
+  if (verbose) {
+    fmt::print("data:  {}: {} train, {} valid, {} test pairs; {}\n", data.description, train.size(),
+               valid.size(), test.size(), data.preprocess.describe());
+    fmt::print("vocab: {} source, {} target tokens\n", src_vocab.size(), tgt_vocab.size());
+    fmt::print("model: {}, {} parameters\n", model.config().summary(),
+               format_count(static_cast<double>(model.num_parameters())));
+    fmt::print("run:   {}{}\n", run.path(),
+               s.resume.empty() ? "" : fmt::format(" (resumed after epoch {})", first_epoch - 1));
+  }
+
+  Progress progress(stderr);
+  const double limit = s.time_limit * 60;
+  auto elapsed = [&] {
+    return elapsed_before + std::chrono::duration<double>(clock::now() - start).count();
+  };
+  DecodeOptions greedy;
+  const auto n_decode = std::min<size_t>(valid.size(), static_cast<size_t>(s.valid_decode));
+  std::span<const EncodedPair> valid_decode(valid.data(), n_decode);
+  std::span<const Example> valid_examples(data.splits.valid.data(), n_decode);
+  for (int64_t epoch = first_epoch; epoch <= s.epochs; ++epoch) {
+    EpochResult r = trainer.epoch(train, epoch, [&](const StepProgress& p) {
+      if (verbose) progress.step(epoch, s.epochs, p);
+      return limit <= 0 || elapsed() < limit;
+    });
+    progress.end_epoch();
+    LossResult vl = evaluate_loss(model, valid, s.batch_size);
+    DecodeScores ds;
+    if (n_decode > 0)
+      ds = score(translate(model, valid_decode, s.batch_size, greedy), valid_decode, valid_examples,
+                 tgt_vocab, data.preprocess);
+    const double lr = trainer.optimizer().lr();
+    nlohmann::json m = {{"epoch", epoch},
+                        {"step", trainer.steps()},
+                        {"train_loss", r.loss},
+                        {"valid_loss", vl.loss},
+                        {"valid_ppl", vl.perplexity},
+                        {"lr", lr},
+                        {"grad_norm", r.grad_norm},
+                        {"tokens_per_s", r.tokens / std::max(r.seconds, 1e-9)},
+                        {"epoch_seconds", r.seconds},
+                        {"elapsed_seconds", elapsed()},
+                        {"skipped_steps", r.skipped}};
+    if (n_decode > 0) {
+      m["valid_bleu"] = ds.bleu.score;
+      m["valid_exact"] = ds.match.exact_match();
+      m["valid_token_acc"] = ds.match.token_accuracy();
+    }
+    const bool improved = vl.loss < best;
+    if (improved) {
+      best = vl.loss;
+      save_model(run.model_path(), model, src_vocab, tgt_vocab, data.preprocess,
+                 {{"epoch", std::to_string(epoch)}, {"valid_loss", fmt::format("{}", vl.loss)}});
+    }
+    m["best"] = improved;
+    run.append_metrics(m.dump());
+    run.save_state(model, trainer.optimizer(), {epoch, best, elapsed()});
+    trainer.end_epoch(vl.loss);
+    if (verbose)
+      fmt::print(
+          "epoch {}/{}  train loss {:.4f}  valid loss {:.4f} ppl {:.2f}{}  lr {:.3g}  {} tok/s  "
+          "{}{}\n",
+          epoch, s.epochs, r.loss, vl.loss, vl.perplexity,
+          n_decode > 0 ? fmt::format("  BLEU {:.2f}  exact {:.1f}%", ds.bleu.score,
+                                     100 * ds.match.exact_match())
+                       : "",
+          lr, format_count(r.tokens / std::max(r.seconds, 1e-9)), format_duration(elapsed()),
+          improved ? "  (best, saved)" : "");
+    std::fflush(stdout);
+    if (r.stopped) {
+      if (verbose)
+        fmt::print("time limit of {} reached during epoch {}\n", format_duration(limit), epoch);
+      break;
+    }
+  }
+
+  // The best model on the test split.
+  SavedModel best_model = load_model(run.model_path());
+  Seq2Seq& bm = *best_model.model;
+  LossResult tl = evaluate_loss(bm, test, s.batch_size);
+  DecodeScores g = score(translate(bm, test, s.batch_size, greedy), test, data.splits.test,
+                         tgt_vocab, data.preprocess);
+  nlohmann::json result = {{"test_loss", tl.loss},
+                           {"test_ppl", tl.perplexity},
+                           {"greedy_bleu", g.bleu.score},
+                           {"greedy_exact", g.match.exact_match()},
+                           {"greedy_token_acc", g.match.token_accuracy()},
+                           {"train_seconds", elapsed()}};
+  fmt::print("test (best model, epoch {}): loss {:.4f} ppl {:.2f}\n", best_model.metadata["epoch"],
+             tl.loss, tl.perplexity);
+  fmt::print("  greedy:  BLEU {:.2f}  exact match {:.2f}%  token accuracy {:.2f}%\n", g.bleu.score,
+             100 * g.match.exact_match(), 100 * g.match.token_accuracy());
+  if (s.test_beam > 1) {
+    DecodeOptions beam;
+    beam.beam = s.test_beam;
+    DecodeScores b = score(translate(bm, test, s.batch_size, beam), test, data.splits.test,
+                           tgt_vocab, data.preprocess);
+    fmt::print("  beam {}:  BLEU {:.2f}  exact match {:.2f}%  token accuracy {:.2f}%\n",
+               s.test_beam, b.bleu.score, 100 * b.match.exact_match(),
+               100 * b.match.token_accuracy());
+    result["beam"] = s.test_beam;
+    result["beam_bleu"] = b.bleu.score;
+    result["beam_exact"] = b.match.exact_match();
+  }
+  if (bm.config().attention != nn::AttentionKind::none && !data.splits.test.empty() &&
+      !data.splits.test[0].align.empty()) {
+    AlignmentCounts ac;
+    auto att = reference_attention(bm, test, s.batch_size);
+    for (size_t i = 0; i < test.size(); ++i)
+      ac.add(att[i], static_cast<int64_t>(test[i].src.size()), data.splits.test[i].align);
+    fmt::print(
+        "  alignment: argmax of attention = true source position for {:.2f}% of {} "
+        "target tokens\n",
+        100 * ac.rate(), ac.positions);
+    result["alignment_agreement"] = ac.rate();
+  }
+  run.write_result(result.dump(2));
+  auto samples =
+      translate(bm, std::span<const EncodedPair>(test.data(), std::min<size_t>(test.size(), 4)),
+                s.batch_size, greedy);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    fmt::print("\n  source:    {}\n", data.preprocess.detokenize(data.splits.test[i].src));
+    fmt::print("  reference: {}\n", data.preprocess.detokenize(data.splits.test[i].tgt));
+    fmt::print("  output:    {}\n",
+               data.preprocess.detokenize(tgt_vocab.decode(samples[i][0].tokens)));
+  }
+  fmt::print("\nmodel: {}\n", run.model_path());
+  return 0;
+}
+
+}  // namespace tapestry::cli

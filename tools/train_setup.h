@@ -1,0 +1,55 @@
+// What `tapestry train` reads from its flags: the data source, the model and the training
+// options, and how they become splits, vocabularies and a model configuration.
+#pragma once
+
+#include <string>
+
+#include "models/config.h"
+#include "models/preprocess.h"
+#include "models/tasks.h"
+#include "models/train.h"
+#include "tools/flags.h"
+
+namespace tapestry::cli {
+
+struct TrainSettings {
+  // data: one of task, data (TSV) or train_prefix
+  std::string task, data, train_prefix, valid_prefix, test_prefix, src_lang, tgt_lang;
+  int64_t min_len = 5, max_len = 25, symbols = 20;
+  int64_t train_size = 20000, valid_size = 1000, test_size = 1000;
+  bool reverse = false, lowercase = false, split_punct = false, tutorial = false;
+  int64_t max_tokens = 0, min_freq = 1, max_vocab = 0;
+  double valid_fraction = 0.05, test_fraction = 0.05;
+  // model
+  std::string cell = "gru", attention = "bahdanau", decoder = "bahdanau";
+  int64_t layers = 1, emb = 64, hidden = 128, attn_size = 0, window = 2;
+  bool bidirectional = true, deep_output = true;
+  double dropout = 0;
+  // training
+  int64_t epochs = 10, batch_size = 64, step_size = 5, patience = 1;
+  std::string optimizer = "adam", schedule = "none";
+  double lr = 1e-3, weight_decay = 0, clip = 1.0, teacher_forcing = 1.0, gamma = 0.5;
+  int64_t seed = 1, threads = 0, valid_decode = 1000, test_beam = 5;
+  double time_limit = 0;  // minutes
+  std::string out, resume;
+  bool quiet = false;
+
+  // Declares every flag on `f`, bound to these fields.
+  void declare(Flags& f);
+  // Cross-flag checks (exactly one data source, ...); throws UsageError.
+  void check(const Flags& f) const;
+  std::string data_description() const;
+};
+
+struct TrainData {
+  models::Splits splits;
+  models::Preprocess preprocess;
+  std::string description;  // for the log: "task reverse (lengths 5-25, 20 symbols)", file names
+  int64_t dropped = 0;      // pairs removed by filters
+};
+TrainData load_train_data(const TrainSettings& s);
+
+models::Seq2SeqConfig model_config(const TrainSettings& s, int64_t src_vocab, int64_t tgt_vocab);
+models::TrainOptions train_options(const TrainSettings& s);
+
+}  // namespace tapestry::cli
