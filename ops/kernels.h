@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <type_traits>
+
+#include "core/fastmath.h"
 #include "core/tape.h"
 #include "core/tensor.h"
 
@@ -36,6 +40,33 @@ void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f)
       ib -= sb[k] * out[k];
       idx[k] = 0;
     }
+  }
+}
+
+// exp, tanh and sigmoid for the kernels: the vectorisable fast versions in float32, the C
+// library's in float64 (where gradient checks need every digit).
+template <class T>
+T exp(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return fastmath::exp(x);
+  else
+    return std::exp(x);
+}
+template <class T>
+T tanh(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return fastmath::tanh(x);
+  else
+    return std::tanh(x);
+}
+template <class T>
+T sigmoid(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return fastmath::sigmoid(x);
+  } else {  // exp of a non-positive number only, so large |x| neither overflows nor loses digits
+    if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+    const T e = std::exp(x);
+    return e / (T(1) + e);
   }
 }
 

@@ -75,22 +75,21 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
     using T = decltype(tag);
     const T* z = logits.value().data<T>();
     T* pp = probs.defined() ? probs.data<T>() : nullptr;
+    std::vector<T> scratch(pp ? 0 : static_cast<size_t>(v));  // exp row when nothing is saved
     for (int64_t i = 0; i < n; ++i) {
       if (targets[i] == ignore_index) continue;
       const T* zi = z + i * v;
       const T m = *std::max_element(zi, zi + v);
-      T* pi = pp ? pp + i * v : nullptr;
+      T* e = pp ? pp + i * v : scratch.data();
+      // Separate loops: the exp loop vectorises, the sum (order-sensitive) need not.
+      for (int64_t j = 0; j < v; ++j) e[j] = detail::exp(zi[j] - m);
       T s = 0;
-      for (int64_t j = 0; j < v; ++j) {
-        const T e = std::exp(zi[j] - m);
-        s += e;
-        if (pi) pi[j] = e;
-      }
+      for (int64_t j = 0; j < v; ++j) s += e[j];
       total += static_cast<double>(std::log(s) - (zi[targets[i]] - m));
       ++count;
-      if (!pi) continue;
+      if (!pp) continue;
       const T inv = T(1) / s;
-      for (int64_t j = 0; j < v; ++j) pi[j] *= inv;
+      for (int64_t j = 0; j < v; ++j) e[j] *= inv;
     }
   });
   Tensor loss =

@@ -56,7 +56,7 @@ void exp_backward(Tape& tape, const Node& n) {
 TAPESTRY_OP(kExp, "exp", exp_backward, "y = exp(x);  dx += dy * y");
 
 Var exp(const Var& x) {
-  return record(kExp, map(x.value(), [](auto v) { return std::exp(v); }), x, false);
+  return record(kExp, map(x.value(), [](auto v) { return detail::exp(v); }), x, false);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ void tanh_backward(Tape& tape, const Node& n) {
 TAPESTRY_OP(kTanh, "tanh", tanh_backward, "y = tanh(x);  dx += dy * (1 - y*y)");
 
 Var tanh(const Var& x) {
-  return record(kTanh, map(x.value(), [](auto v) { return std::tanh(v); }), x, false);
+  return record(kTanh, map(x.value(), [](auto v) { return detail::tanh(v); }), x, false);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -123,16 +123,7 @@ TAPESTRY_OP(kSigmoid, "sigmoid", sigmoid_backward,
             "y = 1 / (1 + exp(-x));  dx += dy * y * (1 - y)");
 
 Var sigmoid(const Var& x) {
-  // exp of a non-positive number only, so large |x| neither overflows nor loses precision.
-  return record(kSigmoid,
-                map(x.value(),
-                    [](auto v) {
-                      using T = decltype(v);
-                      if (v >= 0) return T(1) / (T(1) + std::exp(-v));
-                      T e = std::exp(v);
-                      return e / (T(1) + e);
-                    }),
-                x, false);
+  return record(kSigmoid, map(x.value(), [](auto v) { return detail::sigmoid(v); }), x, false);
 }
 
 // ---------------------------------------------------------------------------------------------
