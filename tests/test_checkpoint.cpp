@@ -433,6 +433,13 @@ TEST_CASE("checkpoint malformed: missing file", "[checkpoint]") {
 TEST_CASE("checkpoint malformed: a directory instead of a file", "[checkpoint]") {
   fs::create_directories(scratch("a_directory.safetensors"));
   CHECK_THAT(load_error(scratch("a_directory.safetensors")), Contains("not a regular file"));
+  // A refused file is closed again, however early the refusal.
+  auto open_files = [] {
+    return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator());
+  };
+  const auto before = open_files();
+  for (int i = 0; i < 20; ++i) CHECK_THROWS(load_safetensors(scratch("a_directory.safetensors")));
+  CHECK(open_files() == before);
 }
 
 TEST_CASE("checkpoint malformed: shorter than the 8-byte header length", "[checkpoint]") {
