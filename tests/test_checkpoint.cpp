@@ -106,19 +106,18 @@ class Encoder : public Module {
 class TinySeq : public Module {
  public:
   TinySeq(Rng& rng, DType dt) : encoder(rng, dt), proj(8, 5, true, rng, dt) {
-    temperature = &add_parameter("temperature", Tensor::scalar(rng.uniform(0.5, 2.0), dt));
+    add_parameter("temperature", Tensor::scalar(rng.uniform(0.5, 2.0), dt));
     add_module("encoder", encoder);
     add_module("proj", proj);
   }
   Encoder encoder;
   Linear proj;
-  Parameter* temperature;
 };
 
 // The smallest module with a given parameter set, for mismatch tests.
 class Params : public Module {
  public:
-  Params(const NamedTensors& ps) {
+  explicit Params(const NamedTensors& ps) {
     for (const auto& [name, t] : ps) add_parameter(name, t);
   }
 };
