@@ -85,7 +85,9 @@ class AtomicFile {
     while (n > 0) {
       ssize_t k = ::write(fd_, p, std::min<uint64_t>(n, 1u << 30));
       if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) fail(path_, fmt::format("cannot write '{}': {}", tmp_, system_reason()));
+      if (k <= 0)
+        fail(path_, fmt::format("cannot write '{}': {}", tmp_,
+                                k < 0 ? system_reason() : "no bytes written"));
       p += k;
       n -= static_cast<uint64_t>(k);
     }
@@ -127,9 +129,17 @@ class InputFile {
   explicit InputFile(std::string path) : path_(std::move(path)) {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) fail(path_, fmt::format("cannot open: {}", system_reason()));
+    // The destructor does not run when the constructor throws: close the file here.
     struct stat st;
-    if (::fstat(fd_, &st) != 0) fail(path_, fmt::format("cannot stat: {}", system_reason()));
-    if (!S_ISREG(st.st_mode)) fail(path_, "not a regular file");
+    std::string why;
+    if (::fstat(fd_, &st) != 0)
+      why = fmt::format("cannot stat: {}", system_reason());
+    else if (!S_ISREG(st.st_mode))
+      why = "not a regular file";
+    if (!why.empty()) {
+      ::close(fd_);
+      fail(path_, why);
+    }
     size_ = static_cast<uint64_t>(st.st_size);
   }
   ~InputFile() { ::close(fd_); }

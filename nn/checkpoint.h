@@ -47,7 +47,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 
 // Reads a whole file. Every entry is checked against the format and the file size before any data
 // is read: throws CheckpointError naming the file and the first problem (missing or unreadable
-// file, truncation, a header over 100 MB, invalid JSON, a malformed entry, an unsupported dtype,
+// file, truncation, a header over 100 MB, invalid JSON or JSON nested over 128 levels (both
+// limits are the reference implementation's), a malformed entry, an unsupported dtype,
 // offsets that disagree with the shape, run past the data, overlap or leave bytes unclaimed, a
 // duplicated key, metadata that is not a string-to-string map).
 SafetensorsFile load_safetensors(const std::string& path);

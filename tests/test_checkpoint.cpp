@@ -106,19 +106,18 @@ class Encoder : public Module {
 class TinySeq : public Module {
  public:
   TinySeq(Rng& rng, DType dt) : encoder(rng, dt), proj(8, 5, true, rng, dt) {
-    temperature = &add_parameter("temperature", Tensor::scalar(rng.uniform(0.5, 2.0), dt));
+    add_parameter("temperature", Tensor::scalar(rng.uniform(0.5, 2.0), dt));
     add_module("encoder", encoder);
     add_module("proj", proj);
   }
   Encoder encoder;
   Linear proj;
-  Parameter* temperature;
 };
 
 // The smallest module with a given parameter set, for mismatch tests.
 class Params : public Module {
  public:
-  Params(const NamedTensors& ps) {
+  explicit Params(const NamedTensors& ps) {
     for (const auto& [name, t] : ps) add_parameter(name, t);
   }
 };
@@ -433,6 +432,13 @@ TEST_CASE("checkpoint malformed: missing file", "[checkpoint]") {
 TEST_CASE("checkpoint malformed: a directory instead of a file", "[checkpoint]") {
   fs::create_directories(scratch("a_directory.safetensors"));
   CHECK_THAT(load_error(scratch("a_directory.safetensors")), Contains("not a regular file"));
+  // A refused file is closed again, however early the refusal.
+  auto open_files = [] {
+    return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator());
+  };
+  const auto before = open_files();
+  for (int i = 0; i < 20; ++i) CHECK_THROWS(load_safetensors(scratch("a_directory.safetensors")));
+  CHECK(open_files() == before);
 }
 
 TEST_CASE("checkpoint malformed: shorter than the 8-byte header length", "[checkpoint]") {
