@@ -17,5 +17,7 @@ struct UsageError {
 int cmd_gradcheck(const Args& args);
 int cmd_bleu(const Args& args);
 int cmd_train(const Args& args);
+int cmd_translate(const Args& args);
+int cmd_eval(const Args& args);
 
 }  // namespace tapestry::cli

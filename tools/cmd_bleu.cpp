@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "models/bleu.h"
 #include "tools/cli.h"
+#include "tools/text_files.h"
 
 namespace tapestry::cli {
 
@@ -38,32 +39,6 @@ void usage() {
 std::string value_of(const Args& args, size_t& i, const char* what) {
   if (i + 1 >= args.size()) throw UsageError{fmt::format("{} needs a value ({})", args[i], what)};
   return args[++i];
-}
-
-// The lines of a UTF-8 text file, split at '\n' only (a final newline ends the last line) and
-// right-stripped of whitespace, as sacreBLEU reads them.
-std::vector<std::string> read_lines(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) throw Error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  std::string text;
-  char buffer[1 << 16];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, got);
-  if (std::ferror(file.get()))
-    throw Error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  if (text.empty()) throw Error(fmt::format("'{}' is empty: no lines to score", path));
-
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + start, end - start);
-    lines.emplace_back(models::rstrip_whitespace(line));
-    start = end + 1;
-  }
-  return lines;
 }
 
 }  // namespace
@@ -140,10 +115,10 @@ int cmd_bleu(const Args& args) {
       options.smooth != models::BleuSmooth::kAddK)
     throw UsageError{"--smooth-value applies only to --smooth-method floor or add-k"};
 
-  std::vector<std::string> hyps = read_lines(files[0]);
+  std::vector<std::string> hyps = read_text_lines(files[0]);
   std::vector<std::vector<std::string>> refs;
   for (size_t k = 1; k < files.size(); ++k) {
-    refs.push_back(read_lines(files[k]));
+    refs.push_back(read_text_lines(files[k]));
     if (refs.back().size() != hyps.size())
       throw Error(
           fmt::format("'{}' has {} lines but '{}' has {}: every file needs one line per "

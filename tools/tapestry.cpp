@@ -20,6 +20,9 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"train", tapestry::cli::cmd_train, "train an attention model on a toy task or a corpus"},
+    {"translate", tapestry::cli::cmd_translate, "translate sentences with a trained model"},
+    {"eval", tapestry::cli::cmd_eval,
+     "score a model: BLEU, exact match, perplexity, by source length"},
     {"gradcheck", tapestry::cli::cmd_gradcheck,
      "check every op's gradient against finite differences (float64)"},
     {"bleu", tapestry::cli::cmd_bleu, "corpus BLEU of a hypothesis file, as sacreBLEU computes it"},

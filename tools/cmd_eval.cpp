@@ -1,0 +1,158 @@
+// tapestry eval: scores a model on a source and reference file: corpus BLEU as sacreBLEU computes
+// it, exact match, perplexity, and the same by source-length bucket.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "models/bleu.h"
+#include "models/evaluate.h"
+#include "models/metrics.h"
+#include "models/saved_model.h"
+#include "tools/cli.h"
+#include "tools/flags.h"
+#include "tools/run_dir.h"
+#include "tools/text_files.h"
+
+namespace tapestry::cli {
+
+using namespace models;
+
+namespace {
+
+constexpr const char* kAbout =
+    "Translates --src with the model and scores the output against --ref (by default the run's\n"
+    "test split, DIR/test.src and DIR/test.ref): corpus BLEU as sacreBLEU computes it by default\n"
+    "(BLEU-4, 13a tokens, exp smoothing; --lowercase for case-insensitive), exact-match and\n"
+    "per-token accuracy on the model's tokens, perplexity of the reference under the model, and\n"
+    "all of these by source length.\n\n"
+    "examples:\n"
+    "  tapestry eval --model runs/grammar\n"
+    "  tapestry eval --model runs/m30k --src test_2016_flickr.de --ref test_2016_flickr.en "
+    "--lowercase --beam 5";
+
+std::vector<int64_t> parse_buckets(const std::string& text) {
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(start, end - start);
+    int64_t v = 0;
+    try {
+      size_t used = 0;
+      v = std::stoll(item, &used);
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw UsageError{fmt::format("--buckets: '{}' is not a whole number (e.g. 10,20,30)", item)};
+    }
+    if (v < 1 || (!out.empty() && v <= out.back()))
+      throw UsageError{"--buckets must be increasing positive lengths, e.g. 10,20,30"};
+    out.push_back(v);
+    start = end + 1;
+  }
+  return out;
+}
+
+struct BucketScore {
+  MatchCounts match;
+  BleuStats bleu;
+};
+
+}  // namespace
+
+int cmd_eval(const Args& args) {
+  std::string model, src_path, ref_path, buckets_text = "10,20,30,40", json_out;
+  int64_t beam = 1, batch_size = 64;
+  bool lowercase = false;
+  Flags f("tapestry eval --model DIR [--src FILE --ref FILE] [options]", kAbout);
+  f.add("model", &model, "run directory or .safetensors file (required)");
+  f.add("src", &src_path, "source sentences, one per line (default DIR/test.src)");
+  f.add("ref", &ref_path, "reference translations, line-aligned (default DIR/test.ref)");
+  f.add("beam", &beam, "beam width (1: greedy)", 1, 1000);
+  f.add_switch("lowercase", &lowercase, "case-insensitive BLEU");
+  f.add("buckets", &buckets_text, "upper ends of the source-length buckets");
+  f.add("batch-size", &batch_size, "sentences decoded together", 1, 100000);
+  f.add("json", &json_out, "also write the scores as JSON to this file");
+  if (!f.parse(args)) return 0;
+  if (model.empty()) throw UsageError{"--model is required (a run directory or .safetensors file)"};
+  const std::string checkpoint = model_file(model);
+  if (src_path.empty() != ref_path.empty())
+    throw UsageError{"give both --src and --ref, or neither (the run's test split)"};
+  if (src_path.empty()) {
+    src_path = model + "/test.src";
+    ref_path = model + "/test.ref";
+  }
+  LengthBuckets buckets(parse_buckets(buckets_text));
+
+  SavedModel m = load_model(checkpoint);
+  std::vector<std::string> src = read_text_lines(src_path), ref = read_text_lines(ref_path);
+  if (src.size() != ref.size())
+    throw Error(fmt::format("'{}' has {} lines but '{}' has {}: they must align", src_path,
+                            src.size(), ref_path, ref.size()));
+  std::vector<EncodedPair> pairs;
+  for (size_t i = 0; i < src.size(); ++i) {
+    auto s = m.preprocess.tokenize(src[i]);
+    if (s.empty()) throw Error(fmt::format("{}:{}: empty source sentence", src_path, i + 1));
+    pairs.push_back({m.src.encode(s), m.tgt.encode(m.preprocess.tokenize(ref[i]))});
+  }
+  DecodeOptions o;
+  o.beam = beam;
+  auto hyps = translate(*m.model, pairs, batch_size, o);
+  LossResult loss = evaluate_loss(*m.model, pairs, batch_size);
+
+  BleuOptions bo;
+  bo.lowercase = lowercase;
+  std::vector<std::string> out;
+  MatchCounts all;
+  std::vector<BucketScore> per(buckets.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto& best = hyps[i][0].tokens;
+    out.push_back(m.preprocess.detokenize(m.tgt.decode(best)));
+    all.add(best, pairs[i].tgt);
+    BucketScore& b = per[buckets.bucket(static_cast<int64_t>(pairs[i].src.size()))];
+    b.match.add(best, pairs[i].tgt);
+    b.bleu += segment_bleu_stats(out.back(), {ref[i]}, bo);
+  }
+  BleuScore bleu = corpus_bleu(out, {ref}, bo);
+
+  fmt::print("model: {} ({})\n", checkpoint, m.model->config().summary());
+  fmt::print("data:  {} sentences from {} against {}; {}\n", pairs.size(), src_path, ref_path,
+             beam > 1 ? fmt::format("beam {}", beam) : "greedy");
+  fmt::print("{}\n", bleu.str());
+  fmt::print(
+      "exact match {:.2f}%  token accuracy {:.2f}%  perplexity {:.3f} (loss {:.4f} over {} "
+      "tokens)\n\n",
+      100 * all.exact_match(), 100 * all.token_accuracy(), loss.perplexity, loss.loss, loss.tokens);
+  fmt::print("{:>12} {:>10} {:>8} {:>8} {:>10}\n", "src length", "sentences", "BLEU", "exact",
+             "token acc");
+  nlohmann::json by_length = nlohmann::json::array();
+  for (size_t b = 0; b < per.size(); ++b) {
+    if (per[b].match.sentences == 0) continue;
+    const double score = bleu_from_stats(per[b].bleu, bo).score;
+    fmt::print("{:>12} {:>10} {:>8.2f} {:>7.2f}% {:>9.2f}%\n", buckets.label(b),
+               per[b].match.sentences, score, 100 * per[b].match.exact_match(),
+               100 * per[b].match.token_accuracy());
+    by_length.push_back({{"bucket", buckets.label(b)},
+                         {"sentences", per[b].match.sentences},
+                         {"bleu", score},
+                         {"exact", per[b].match.exact_match()},
+                         {"token_acc", per[b].match.token_accuracy()}});
+  }
+  if (!json_out.empty()) {
+    nlohmann::json j = {{"bleu", bleu.score},
+                        {"bleu_line", bleu.str()},
+                        {"exact", all.exact_match()},
+                        {"token_acc", all.token_accuracy()},
+                        {"perplexity", loss.perplexity},
+                        {"loss", loss.loss},
+                        {"sentences", pairs.size()},
+                        {"beam", beam},
+                        {"by_length", by_length}};
+    write_file_atomic(json_out, j.dump(2) + "\n");
+  }
+  return 0;
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,112 @@
+// tapestry translate: translates sentences from stdin or a file with a trained model, greedy or
+// beam search, optionally with n-best lists and the attention weights as JSON.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "models/evaluate.h"
+#include "models/saved_model.h"
+#include "tools/cli.h"
+#include "tools/flags.h"
+#include "tools/run_dir.h"
+#include "tools/text_files.h"
+
+namespace tapestry::cli {
+
+using namespace models;
+
+namespace {
+constexpr const char* kAbout =
+    "Translates one sentence per line, from --input or standard input, with a model trained by\n"
+    "'tapestry train' (its run directory or a .safetensors file). The text is tokenised as the\n"
+    "model's training data was; unknown words become <unk>. An empty line gives an empty line.\n"
+    "With --nbest N > 1 each line is 'INDEX ||| TRANSLATION ||| SCORE' (Moses' n-best format).\n"
+    "--attention FILE writes, per sentence, the source and output tokens and the weights (one row\n"
+    "per output token, then the row of <eos>) as JSON.\n\n"
+    "examples:\n"
+    "  echo 'the big red house' | tapestry translate --model runs/grammar\n"
+    "  tapestry translate --model runs/m30k --input test.de --beam 5 --attention attn.json";
+}  // namespace
+
+int cmd_translate(const Args& args) {
+  std::string model, input, attention_out;
+  int64_t beam = 1, nbest = 1, batch_size = 64, max_extra = 5;
+  double max_ratio = 2.0, length_penalty = 1.0;
+  Flags f("tapestry translate --model DIR [options] [< input]", kAbout);
+  f.add("model", &model, "run directory or .safetensors file (required)");
+  f.add("input", &input, "read sentences from this file instead of standard input");
+  f.add("beam", &beam, "beam width (1: greedy)", 1, 1000);
+  f.add("nbest", &nbest, "translations per sentence, at most the beam width", 1, 1000);
+  f.add("max-len-ratio", &max_ratio, "stop after ratio * source length + max-len-extra tokens", 0,
+        1000);
+  f.add("max-len-extra", &max_extra, "see --max-len-ratio", 0, 100000);
+  f.add("length-penalty", &length_penalty, "rank by log p / length^alpha", 0, 10);
+  f.add("batch-size", &batch_size, "sentences decoded together", 1, 100000);
+  f.add("attention", &attention_out, "write the attention weights as JSON to this file");
+  if (!f.parse(args)) return 0;
+  if (model.empty()) throw UsageError{"--model is required (a run directory or .safetensors file)"};
+  if (nbest > beam)
+    throw UsageError{fmt::format("--nbest {} is larger than --beam {}", nbest, beam)};
+
+  SavedModel m = load_model(model_file(model));
+  std::vector<std::string> lines;
+  if (input.empty()) {
+    for (std::string line; std::getline(std::cin, line);) lines.push_back(line);
+  } else {
+    lines = read_text_lines(input, true);
+  }
+  // Sentences with tokens are decoded; empty ones keep their place.
+  std::vector<EncodedPair> pairs;
+  std::vector<std::vector<std::string>> sources;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto tokens = m.preprocess.tokenize(lines[i]);
+    if (tokens.empty()) continue;
+    pairs.push_back({m.src.encode(tokens), {}});
+    sources.push_back(std::move(tokens));
+    where.push_back(i);
+  }
+  DecodeOptions o;
+  o.beam = beam;
+  o.nbest = nbest;
+  o.max_len_ratio = max_ratio;
+  o.max_len_extra = max_extra;
+  o.length_penalty = length_penalty;
+  auto hyps = translate(*m.model, pairs, batch_size, o);
+
+  std::vector<std::vector<std::string>> out(lines.size());
+  nlohmann::json attention = nlohmann::json::array();
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    for (const Hypothesis& h : hyps[k]) {
+      std::vector<std::string> tokens = m.tgt.decode(h.tokens);
+      const std::string text = m.preprocess.detokenize(tokens);
+      out[where[k]].push_back(
+          nbest > 1 ? fmt::format("{} ||| {} ||| {:.4f}", where[k], text, h.score) : text);
+      if (attention_out.empty()) continue;
+      std::vector<std::string> rows = tokens;
+      if (h.finished) rows.push_back("<eos>");
+      nlohmann::json weights = nlohmann::json::array();
+      const auto s = static_cast<size_t>(h.src_len);
+      for (size_t r = 0; s > 0 && r * s < h.attention.size(); ++r)
+        weights.push_back(std::vector<float>(h.attention.begin() + static_cast<long>(r * s),
+                                             h.attention.begin() + static_cast<long>((r + 1) * s)));
+      std::vector<std::string> src_tokens;
+      for (int32_t id : pairs[k].src) src_tokens.push_back(m.src.token(id));
+      attention.push_back({{"line", where[k] + 1},
+                           {"source", src_tokens},
+                           {"output", rows},
+                           {"score", h.score},
+                           {"weights", weights}});
+    }
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (out[i].empty()) fmt::print("{}\n", nbest > 1 ? fmt::format("{} |||  ||| 0", i) : "");
+    for (const auto& s : out[i]) fmt::print("{}\n", s);
+  }
+  if (!attention_out.empty()) write_file_atomic(attention_out, attention.dump() + "\n");
+  return 0;
+}
+
+}  // namespace tapestry::cli
