@@ -77,14 +77,14 @@ int cmd_eval(const Args& args) {
   f.add("json", &json_out, "also write the scores as JSON to this file");
   if (!f.parse(args)) return 0;
   if (model.empty()) throw UsageError{"--model is required (a run directory or .safetensors file)"};
-  const std::string checkpoint = model_file(model);
   if (src_path.empty() != ref_path.empty())
     throw UsageError{"give both --src and --ref, or neither (the run's test split)"};
+  LengthBuckets buckets(parse_buckets(buckets_text));
+  const std::string checkpoint = model_file(model);
   if (src_path.empty()) {
     src_path = model + "/test.src";
     ref_path = model + "/test.ref";
   }
-  LengthBuckets buckets(parse_buckets(buckets_text));
 
   SavedModel m = load_model(checkpoint);
   std::vector<std::string> src = read_text_lines(src_path), ref = read_text_lines(ref_path);

@@ -1,0 +1,51 @@
+// Runs the built tapestry program for end-to-end tests and captures what it prints.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace tapestry::testing {
+
+struct CommandResult {
+  int status = -1;     // exit status, -1 if the program did not exit normally (a crash)
+  std::string output;  // stdout and stderr together
+};
+
+// Runs `tapestry <args>` (args are passed to the shell as written) in `dir`, or the current
+// directory when empty.
+inline CommandResult run_tapestry(const std::string& args, const std::string& dir = "") {
+  std::string cmd;
+  if (!dir.empty()) cmd = "cd '" + dir + "' && ";
+  cmd += "'" + std::string(TAPESTRY_BINARY_DIR) + "/tapestry' " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return {};
+  CommandResult r;
+  std::array<char, 4096> buf;
+  size_t got;
+  while ((got = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), got);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// A fresh temporary directory, removed with the object.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& tag) {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() /
+           ("tapestry_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+  std::string str() const { return path.string(); }
+};
+
+}  // namespace tapestry::testing
