@@ -82,7 +82,7 @@ Var rnn_outputs(const RNN::Output& o) {
 
 void add_recurrent_cases(GradcheckRegistry& reg, CellKind kind) {
   const std::string cell = cell_name(kind);
-  const std::string cell_layer = cell + "_cell";
+  const std::string cell_layer = "cell." + cell;
   const bool lstm = kind == CellKind::lstm;
   // A single cell step, gradients into x, h and (LSTM) c.
   std::vector<InputTensor> cell_in{{"x", {3, 4}}, {"h", {3, 5}}};
@@ -170,7 +170,7 @@ void add_attention_cases(GradcheckRegistry& reg) {
 
 void add_gradcheck_cases(GradcheckRegistry& reg) {
   for (const char* layer :
-       {"linear", "embedding", "rnn_cell", "gru_cell", "lstm_cell", "rnn", "gru", "lstm"})
+       {"linear", "embedding", "cell.rnn", "cell.gru", "cell.lstm", "rnn", "gru", "lstm"})
     reg.require_layer(layer);
 
   for (bool bias : {true, false}) {

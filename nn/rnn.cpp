@@ -11,6 +11,7 @@
 #include "ops/dropout.h"
 #include "ops/index.h"
 #include "ops/matmul.h"
+#include "ops/rnn_cells.h"
 #include "ops/shape_ops.h"
 #include "ops/unary.h"
 
@@ -47,6 +48,24 @@ Var gate(const Var& g, int k, int64_t h) {
 
 RecurrentState cell_step(CellKind kind, const Var& gx, const RecurrentState& s, const Var& w_hh,
                          const Var& b_hh) {
+  const int64_t b = s.h.dim(0), h = s.h.dim(1);
+  Var hw = ops::matmul(s.h, w_hh, false, true);  // (B,H) x (G*H,H)^T -> (B,G*H)
+  switch (kind) {
+    case CellKind::rnn:
+      return {ops::tanh(ops::add(gx, ops::add(hw, b_hh))), Var()};
+    case CellKind::gru:
+      return {ops::gru_cell(gx, hw, b_hh, s.h), Var()};
+    case CellKind::lstm: {
+      Var hc = ops::lstm_cell(gx, hw, b_hh, s.c);  // (2,B,H): slices along axis 0 are views
+      return {ops::reshape(ops::slice(hc, 0, 0, 1), Shape{b, h}),
+              ops::reshape(ops::slice(hc, 0, 1, 1), Shape{b, h})};
+    }
+  }
+  return {};
+}
+
+RecurrentState cell_step_composed(CellKind kind, const Var& gx, const RecurrentState& s,
+                                  const Var& w_hh, const Var& b_hh) {
   const int64_t h = s.h.dim(1);
   Var gh = ops::add(ops::matmul(s.h, w_hh, false, true), b_hh);  // (B,H) x (G*H,H)^T -> (B,G*H)
   switch (kind) {

@@ -28,8 +28,12 @@ struct RecurrentState {
 //         with gh = h W_hh^T + b_hh (so b_hn sits inside the reset product, as in PyTorch)
 //   lstm: g = gx + h W_hh^T + b_hh;  i, f, o = s(g_i, g_f, g_o);  u = tanh(g_g)
 //         c' = f c + i u,  h' = o tanh(c')
+// The gate arithmetic runs as one fused op (ops::gru_cell, ops::lstm_cell); cell_step_composed
+// does the same with elementary ops (tests hold the two equal).
 RecurrentState cell_step(CellKind kind, const Var& gx, const RecurrentState& s, const Var& w_hh,
                          const Var& b_hh);
+RecurrentState cell_step_composed(CellKind kind, const Var& gx, const RecurrentState& s,
+                                  const Var& w_hh, const Var& b_hh);
 
 // A single cell, as torch.nn.RNNCell / GRUCell / LSTMCell: weight_ih (G*H,in), weight_hh (G*H,H),
 // bias_ih and bias_hh (G*H), all ~ U(-1/sqrt(H), 1/sqrt(H)).

@@ -13,6 +13,7 @@ void add_gradcheck_cases(GradcheckRegistry& reg) {
   add_shape_cases(reg);
   add_index_cases(reg);
   add_dropout_cases(reg);
+  add_rnn_cell_cases(reg);
 }
 
 }  // namespace tapestry::ops

@@ -17,5 +17,6 @@ void add_reduce_cases(GradcheckRegistry& reg);
 void add_shape_cases(GradcheckRegistry& reg);
 void add_index_cases(GradcheckRegistry& reg);
 void add_dropout_cases(GradcheckRegistry& reg);
+void add_rnn_cell_cases(GradcheckRegistry& reg);
 
 }  // namespace tapestry::ops

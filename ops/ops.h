@@ -7,6 +7,7 @@
 #include "ops/loss.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
+#include "ops/rnn_cells.h"
 #include "ops/shape_ops.h"
 #include "ops/softmax.h"
 #include "ops/unary.h"

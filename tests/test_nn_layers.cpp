@@ -225,3 +225,44 @@ TEST_CASE("orthogonal and Xavier initialisation", "[nn][init]") {
   Linear l1(3, 3, true, r1), l2(3, 3, true, r2);
   REQUIRE(l1.weight().value.to_vector() == l2.weight().value.to_vector());
 }
+
+TEST_CASE("the fused GRU and LSTM cells equal the composed ops, values and gradients", "[nn]") {
+  for (CellKind kind : {CellKind::gru, CellKind::lstm}) {
+    const int64_t b = 3, h = 5, g = gate_count(kind) * h;
+    Rng rng(11);
+    Tensor gx = rng.uniform_tensor({b, g}, -2, 2, DType::f64);
+    Tensor w = rng.uniform_tensor({g, h}, -1, 1, DType::f64);
+    Tensor bias = rng.uniform_tensor({g}, -1, 1, DType::f64);
+    Tensor h0 = rng.uniform_tensor({b, h}, -1, 1, DType::f64);
+    Tensor c0 = rng.uniform_tensor({b, h}, -1, 1, DType::f64);
+    Tensor seed_h = rng.uniform_tensor({b, h}, -1, 1, DType::f64);
+    Tensor seed_c = rng.uniform_tensor({b, h}, -1, 1, DType::f64);
+    auto run = [&](bool fused) {
+      Tape tape;
+      std::vector<Var> in{tape.leaf(gx), tape.leaf(w), tape.leaf(bias), tape.leaf(h0),
+                          tape.leaf(c0)};
+      RecurrentState s{in[3], kind == CellKind::lstm ? in[4] : Var()};
+      RecurrentState out = fused ? cell_step(kind, in[0], s, in[1], in[2])
+                                 : cell_step_composed(kind, in[0], s, in[1], in[2]);
+      // One scalar from both outputs, so one backward reaches every input.
+      Var loss = ops::sum(ops::mul(out.h, seed_h));
+      if (kind == CellKind::lstm) loss = ops::add(loss, ops::sum(ops::mul(out.c, seed_c)));
+      tape.backward(loss);
+      std::vector<std::vector<double>> r{out.h.value().to_vector()};
+      if (kind == CellKind::lstm) r.push_back(out.c.value().to_vector());
+      for (size_t i = 0; i < in.size(); ++i) {
+        Tensor d = tape.grad(in[i]);
+        r.push_back(d.defined() ? d.to_vector() : std::vector<double>{});
+      }
+      return r;
+    };
+    auto fused = run(true), composed = run(false);
+    REQUIRE(fused.size() == composed.size());
+    for (size_t k = 0; k < fused.size(); ++k) {
+      INFO(cell_name(kind) << " result " << k);
+      REQUIRE(fused[k].size() == composed[k].size());
+      for (size_t i = 0; i < fused[k].size(); ++i)
+        CHECK(fused[k][i] == Approx(composed[k][i]).epsilon(1e-12).margin(1e-14));
+    }
+  }
+}

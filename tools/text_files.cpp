@@ -17,7 +17,7 @@ namespace tapestry::cli {
 std::vector<std::string> read_text_lines(const std::string& path, bool allow_empty) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
-    throw Error(fmt::format("cannot read '{}': it is a directory", path));
+    throw Error(fmt::format("cannot read '{}': Is a directory", path));
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                        &std::fclose);
   if (!file) throw Error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));

@@ -1,0 +1,222 @@
+// Fused GRU and LSTM gates: one pass forward, one pass backward, the gates saved in between.
+#include "ops/rnn_cells.h"
+
+#include "ops/kernels.h"
+
+namespace tapestry::ops {
+
+namespace {
+
+// Checks gx and hw are (B,G*H), b_hh is (G*H) and s is (B,H).
+void check_cell(const char* op, int gates, const Var& gx, const Var& hw, const Var& b,
+                const Var& s) {
+  check_same_dtype(op, {&gx.value(), &hw.value(), &b.value(), &s.value()});
+  const bool ok = s.ndim() == 2 && gx.ndim() == 2 && hw.ndim() == 2 && b.ndim() == 1 &&
+                  gx.dim(0) == s.dim(0) && hw.dim(0) == s.dim(0) && gx.dim(1) == gates * s.dim(1) &&
+                  hw.dim(1) == gx.dim(1) && b.dim(0) == gx.dim(1);
+  if (!ok)
+    throw ShapeError(fmt::format(
+        "{}: gx {}, hw {}, b_hh {} and state {} do not fit: expected (B,{}H), (B,{}H), ({}H), "
+        "(B,H)",
+        op, gx.shape().str(), hw.shape().str(), b.shape().str(), s.shape().str(), gates, gates,
+        gates));
+}
+
+// Adds the rows of g (B,N) into db (N): the bias gradient.
+template <class T>
+void add_rows(T* db, const T* g, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) db[j] += g[r * n + j];
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// gru_cell
+// h' = (1-z) n + z h;  dn = dh' (1-z);  dz = dh' (h-n);  dh += dh' z;  dpre_n = dn (1-n^2);
+// dr = dpre_n gh_n;  dpre_r = dr r(1-r);  dpre_z = dz z(1-z);  dgx = [dpre_r, dpre_z, dpre_n];
+// dhw = [dpre_r, dpre_z, dpre_n r];  db_hh += sum_rows(dhw)
+// Saved: the gates [r, z, n] (B,3H), gh_n = hw_n + b_n (B,H), and h.
+void gru_cell_backward(Tape& tape, const Node& nd) {
+  const Tensor& gates = tape.saved(nd, 0);
+  const Tensor& ghn = tape.saved(nd, 1);
+  const Tensor& h = tape.saved(nd, 2);
+  Tensor *dgx = tape.input_grad(nd, 0), *dhw = tape.input_grad(nd, 1), *db = tape.input_grad(nd, 2),
+         *dh = tape.input_grad(nd, 3);
+  const int64_t b = h.dim(0), hs = h.dim(1), g3 = 3 * hs;
+  dispatch(h.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = gates.data<T>();
+    const T* pghn = ghn.data<T>();
+    const T* ph = h.data<T>();
+    const T* dy = nd.grad.data<T>();
+    T* pdh = dh ? dh->data<T>() : nullptr;
+    // The gate gradients (B,3H) for gx, and for hw with the reset product folded in.
+    std::vector<T> dpre(static_cast<size_t>(b * g3)), dpre_h(static_cast<size_t>(b * g3));
+    for (int64_t i = 0; i < b; ++i) {
+      const T* r = pg + i * g3;
+      const T* z = r + hs;
+      const T* n = z + hs;
+      for (int64_t j = 0; j < hs; ++j) {
+        const T d = dy[i * hs + j];
+        const T dn = d * (T(1) - z[j]);
+        const T dz = d * (ph[i * hs + j] - n[j]);
+        const T dpre_n = dn * (T(1) - n[j] * n[j]);
+        const T dr = dpre_n * pghn[i * hs + j];
+        const T dpre_r = dr * r[j] * (T(1) - r[j]);
+        const T dpre_z = dz * z[j] * (T(1) - z[j]);
+        T* row = dpre.data() + i * g3;
+        T* row_h = dpre_h.data() + i * g3;
+        row[j] = row_h[j] = dpre_r;
+        row[hs + j] = row_h[hs + j] = dpre_z;
+        row[2 * hs + j] = dpre_n;
+        row_h[2 * hs + j] = dpre_n * r[j];
+        if (pdh) pdh[i * hs + j] += d * z[j];
+      }
+    }
+    if (dgx) {
+      T* d = dgx->data<T>();
+      for (int64_t k = 0; k < b * g3; ++k) d[k] += dpre[k];
+    }
+    if (dhw) {
+      T* d = dhw->data<T>();
+      for (int64_t k = 0; k < b * g3; ++k) d[k] += dpre_h[k];
+    }
+    if (db) add_rows(db->data<T>(), dpre_h.data(), b, g3);
+  });
+}
+TAPESTRY_OP(kGruCell, "gru_cell", gru_cell_backward,
+            "h' = (1-z) n + z h, r = s(gx_r+gh_r), z = s(gx_z+gh_z), n = tanh(gx_n + r gh_n);  "
+            "dh += dh' z, dn = dh' (1-z), dz = dh' (h-n), through s and tanh to gx, gh");
+
+Var gru_cell(const Var& gx, const Var& hw, const Var& b_hh, const Var& h) {
+  check_cell("gru_cell", 3, gx, hw, b_hh, h);
+  const int64_t b = h.dim(0), hs = h.dim(1), g3 = 3 * hs;
+  Tensor y = Tensor::empty({b, hs}, h.dtype());
+  Tensor gates = Tensor::empty({b, g3}, h.dtype());
+  Tensor ghn = Tensor::empty({b, hs}, h.dtype());
+  dispatch(h.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = gx.value().data<T>();
+    const T* pw = hw.value().data<T>();
+    const T* pb = b_hh.value().data<T>();
+    const T* ph = h.value().data<T>();
+    T* py = y.data<T>();
+    T* pg = gates.data<T>();
+    T* pn = ghn.data<T>();
+    for (int64_t i = 0; i < b; ++i) {
+      const T* x = px + i * g3;
+      const T* w = pw + i * g3;
+      T* r = pg + i * g3;
+      T* z = r + hs;
+      T* n = z + hs;
+      for (int64_t j = 0; j < hs; ++j) {
+        r[j] = detail::sigmoid(x[j] + w[j] + pb[j]);
+        z[j] = detail::sigmoid(x[hs + j] + w[hs + j] + pb[hs + j]);
+      }
+      for (int64_t j = 0; j < hs; ++j) {
+        const T gh_n = w[2 * hs + j] + pb[2 * hs + j];
+        pn[i * hs + j] = gh_n;
+        n[j] = detail::tanh(x[2 * hs + j] + r[j] * gh_n);
+      }
+      for (int64_t j = 0; j < hs; ++j) py[i * hs + j] = n[j] + z[j] * (ph[i * hs + j] - n[j]);
+    }
+  });
+  Tape* tape = recording_tape({&gx, &hw, &b_hh, &h});
+  if (!tape) return Var(std::move(y));
+  const int32_t id = tape->record(kGruCell, std::move(y), {&gx, &hw, &b_hh, &h});
+  tape->save(id, std::move(gates));
+  tape->save(id, std::move(ghn));
+  tape->save(id, h.value());
+  return tape->output(id);
+}
+
+// ---------------------------------------------------------------------------------------------
+// lstm_cell
+// c' = f c + i u;  h' = o tanh(c');  dc'_total = dc' + dh' o (1 - tanh(c')^2);  do = dh' tanh(c')
+// di = dc'_total u;  df = dc'_total c;  du = dc'_total i;  dc += dc'_total f;  through s and tanh
+// to a = gx + hw + b_hh.  Saved: the gates [i, f, u, o] (B,4H), c, and the output [h'; c'].
+void lstm_cell_backward(Tape& tape, const Node& nd) {
+  const Tensor& gates = tape.saved(nd, 0);
+  const Tensor& c = tape.saved(nd, 1);
+  Tensor *dgx = tape.input_grad(nd, 0), *dhw = tape.input_grad(nd, 1), *db = tape.input_grad(nd, 2),
+         *dc = tape.input_grad(nd, 3);
+  const int64_t b = c.dim(0), hs = c.dim(1), g4 = 4 * hs;
+  dispatch(c.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = gates.data<T>();
+    const T* pc = c.data<T>();
+    const T* c2 = nd.value.data<T>() + b * hs;  // c' is the second half of the output
+    const T* dh2 = nd.grad.data<T>();
+    const T* dc2 = dh2 + b * hs;
+    T* pdc = dc ? dc->data<T>() : nullptr;
+    std::vector<T> da(static_cast<size_t>(b * g4));
+    for (int64_t i = 0; i < b; ++i) {
+      const T* gi = pg + i * g4;
+      const T* gf = gi + hs;
+      const T* gu = gf + hs;
+      const T* go = gu + hs;
+      T* a = da.data() + i * g4;
+      for (int64_t j = 0; j < hs; ++j) {
+        const int64_t k = i * hs + j;
+        const T tc = detail::tanh(c2[k]);
+        const T dct = dc2[k] + dh2[k] * go[j] * (T(1) - tc * tc);
+        a[j] = dct * gu[j] * gi[j] * (T(1) - gi[j]);
+        a[hs + j] = dct * pc[k] * gf[j] * (T(1) - gf[j]);
+        a[2 * hs + j] = dct * gi[j] * (T(1) - gu[j] * gu[j]);
+        a[3 * hs + j] = dh2[k] * tc * go[j] * (T(1) - go[j]);
+        if (pdc) pdc[k] += dct * gf[j];
+      }
+    }
+    for (Tensor* d : {dgx, dhw}) {
+      if (!d) continue;
+      T* p = d->data<T>();
+      for (int64_t k = 0; k < b * g4; ++k) p[k] += da[k];
+    }
+    if (db) add_rows(db->data<T>(), da.data(), b, g4);
+  });
+}
+TAPESTRY_OP(kLstmCell, "lstm_cell", lstm_cell_backward,
+            "[h'; c'] with c' = f c + i u, h' = o tanh(c');  dc_total = dc' + dh' o (1-tanh^2 c'), "
+            "dc += dc_total f, through s and tanh to the gates a = gx + gh");
+
+Var lstm_cell(const Var& gx, const Var& hw, const Var& b_hh, const Var& c) {
+  check_cell("lstm_cell", 4, gx, hw, b_hh, c);
+  const int64_t b = c.dim(0), hs = c.dim(1), g4 = 4 * hs;
+  Tensor y = Tensor::empty({2, b, hs}, c.dtype());
+  Tensor gates = Tensor::empty({b, g4}, c.dtype());
+  dispatch(c.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = gx.value().data<T>();
+    const T* pw = hw.value().data<T>();
+    const T* pb = b_hh.value().data<T>();
+    const T* pc = c.value().data<T>();
+    T* h2 = y.data<T>();
+    T* c2 = h2 + b * hs;
+    T* pg = gates.data<T>();
+    for (int64_t i = 0; i < b; ++i) {
+      T* g = pg + i * g4;
+      for (int64_t j = 0; j < g4; ++j) g[j] = px[i * g4 + j] + pw[i * g4 + j] + pb[j];
+      for (int64_t j = 0; j < hs; ++j) g[j] = detail::sigmoid(g[j]);        // i
+      for (int64_t j = hs; j < 2 * hs; ++j) g[j] = detail::sigmoid(g[j]);   // f
+      for (int64_t j = 2 * hs; j < 3 * hs; ++j) g[j] = detail::tanh(g[j]);  // u
+      for (int64_t j = 3 * hs; j < g4; ++j) g[j] = detail::sigmoid(g[j]);   // o
+      for (int64_t j = 0; j < hs; ++j) {
+        const int64_t k = i * hs + j;
+        c2[k] = g[hs + j] * pc[k] + g[j] * g[2 * hs + j];
+      }
+      for (int64_t j = 0; j < hs; ++j) {
+        const int64_t k = i * hs + j;
+        h2[k] = g[3 * hs + j] * detail::tanh(c2[k]);
+      }
+    }
+  });
+  Tape* tape = recording_tape({&gx, &hw, &b_hh, &c});
+  if (!tape) return Var(std::move(y));
+  const int32_t id = tape->record(kLstmCell, std::move(y), {&gx, &hw, &b_hh, &c});
+  tape->save(id, std::move(gates));
+  tape->save(id, c.value());
+  return tape->output(id);
+}
+
+}  // namespace tapestry::ops
