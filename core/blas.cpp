@@ -3,13 +3,85 @@
 
 #include <cblas.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
 
 namespace tapestry::blas {
+
+namespace {
+
+// With TAPESTRY_GEMM_PROFILE set, every product's shape and time is tallied and the table printed
+// to stderr at exit: where the GEMM time of a step goes, by shape.
+struct GemmProfile {
+  using Key = std::tuple<char, char, int64_t, int64_t, int64_t>;  // ta, tb, m, n, k
+  struct Entry {
+    int64_t calls = 0;
+    double seconds = 0;
+  };
+  std::mutex mu;
+  std::map<Key, Entry> shapes;
+  ~GemmProfile() {
+    std::vector<std::pair<Key, Entry>> rows(shapes.begin(), shapes.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    double total = 0;
+    for (auto& r : rows) total += r.second.seconds;
+    fmt::print(stderr, "gemm profile: {:.3f} s in {} shapes\n", total, rows.size());
+    fmt::print(stderr, "{:>3} {:>3} {:>7} {:>7} {:>7} {:>9} {:>10} {:>9} {:>6}\n", "ta", "tb",
+               "m", "n", "k", "calls", "ms", "GFLOP/s", "share");
+    for (size_t i = 0; i < rows.size() && i < 40; ++i) {
+      auto [ta, tb, m, n, k] = rows[i].first;
+      const Entry& e = rows[i].second;
+      fmt::print(stderr, "{:>3} {:>3} {:>7} {:>7} {:>7} {:>9} {:>10.2f} {:>9.1f} {:>5.1f}%\n", ta,
+                 tb, m, n, k, e.calls, e.seconds * 1e3,
+                 2.0 * m * n * k * e.calls / e.seconds * 1e-9, 100 * e.seconds / total);
+    }
+  }
+};
+
+GemmProfile* profile() {
+  static GemmProfile* p = std::getenv("TAPESTRY_GEMM_PROFILE") ? new GemmProfile() : nullptr;
+  static struct Printer {
+    ~Printer() { delete p; }
+  } printer;
+  return p;
+}
+
+// Times one product when profiling is on.
+class GemmTimer {
+ public:
+  GemmTimer(bool ta, bool tb, int64_t m, int64_t n, int64_t k)
+      : p_(profile()), key_(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k) {
+    if (p_) start_ = std::chrono::steady_clock::now();
+  }
+  ~GemmTimer() {
+    if (!p_) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::lock_guard lock(p_->mu);
+    auto& e = p_->shapes[key_];
+    ++e.calls;
+    e.seconds += s;
+  }
+
+ private:
+  GemmProfile* p_;
+  GemmProfile::Key key_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  GemmTimer timer(ta, tb, m, n, k);
   lda = std::max<int64_t>(lda, 1), ldb = std::max<int64_t>(ldb, 1);
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,
@@ -19,6 +91,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  GemmTimer timer(ta, tb, m, n, k);
   lda = std::max<int64_t>(lda, 1), ldb = std::max<int64_t>(ldb, 1);
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,

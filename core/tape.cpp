@@ -176,7 +176,33 @@ Tensor Tape::grad(const Var& v) const {
   return nodes_[v.node()].grad;
 }
 
+int32_t Tape::find_binding(const void* key) const {
+  for (const auto& [k, node] : bindings_)
+    if (k == key) return node;
+  return -1;
+}
+
+void Tape::add_binding(const void* key, int32_t node) {
+  bindings_.emplace_back(key, node);
+}
+
+Tensor Tape::grad_destination(const Tensor& grad) const {
+  for (const auto& [from, to] : redirects_)
+    if (from.shares_storage(grad)) return to;
+  return grad;
+}
+
+void Tape::redirect_grads(std::vector<std::pair<Tensor, Tensor>> pairs) {
+  for (const auto& [from, to] : pairs)
+    if (from.shape() != to.shape() || from.dtype() != to.dtype())
+      throw ShapeError(fmt::format("redirect_grads: buffer {} {} does not match gradient {} {}",
+                                   to.shape().str(), dtype_name(to.dtype()), from.shape().str(),
+                                   dtype_name(from.dtype())));
+  redirects_ = std::move(pairs);
+}
+
 void Tape::clear() {
+  bindings_.clear();
   nodes_.clear();
   edges_.clear();
   saved_.clear();

@@ -114,9 +114,20 @@ class Tape {
 
   // Drops every node; memory returns to the pool, capacity is kept for the next step.
   void clear();
-  // Changes at every clear() and is unique across tapes; lets a parameter know whether it is
-  // already a leaf of this step.
+  // Changes at every clear() and is unique across tapes.
   uint64_t epoch() const { return epoch_; }
+
+  // ---- bindings of long-lived tensors (parameters) to leaves of this recording
+  // The leaf recorded for `key` since the last clear(), or -1. A parameter read at every time
+  // step is one leaf, and the cache lives on the tape, so tapes on other threads never share it.
+  int32_t find_binding(const void* key) const;
+  void add_binding(const void* key, int32_t node);
+  // Where the gradient of a tensor bound with `grad` goes: the buffer registered for `grad`'s
+  // storage by redirect_grads, else `grad` itself. Data-parallel workers redirect parameter
+  // gradients into private buffers this way, and their sum is added up after backward.
+  Tensor grad_destination(const Tensor& grad) const;
+  // (parameter gradient, private buffer) pairs, same shapes and dtypes; empty to stop redirecting.
+  void redirect_grads(std::vector<std::pair<Tensor, Tensor>> pairs);
 
   // ---- inspection and backward helpers
   size_t size() const { return nodes_.size(); }
@@ -150,6 +161,8 @@ class Tape {
   std::vector<int64_t> attrs_;
   std::vector<std::string> regions_;
   std::vector<uint16_t> region_stack_;
+  std::vector<std::pair<const void*, int32_t>> bindings_;
+  std::vector<std::pair<Tensor, Tensor>> redirects_;
   int no_grad_depth_ = 0;
   uint64_t epoch_ = 0;
   bool keep_grads_ = false;

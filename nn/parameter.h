@@ -15,17 +15,13 @@ class Parameter {
   Tensor value;
   Tensor grad;  // accumulates over backward passes until zero_grad()
 
-  // The parameter as a leaf of `tape`: bound on first use in a step and reused after, so a
+  // The parameter as a leaf of `tape`: bound on first use in a recording and reused after, so a
   // recurrent layer that reads its weights at every time step adds one leaf, not one per step.
+  // Its gradient accumulates into `grad` (or where the tape redirects it).
   Var var(Tape& tape);
 
   const Shape& shape() const { return value.shape(); }
   int64_t numel() const { return value.numel(); }
-
- private:
-  Tape* tape_ = nullptr;
-  uint64_t epoch_ = 0;
-  Var bound_;
 };
 
 }  // namespace tapestry::nn
