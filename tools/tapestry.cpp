@@ -22,6 +22,7 @@ constexpr Command kCommands[] = {
     {"train", tapestry::cli::cmd_train, "train an attention model on a toy task or a corpus"},
     {"gradcheck", tapestry::cli::cmd_gradcheck,
      "check every op's gradient against finite differences (float64)"},
+    {"report", tapestry::cli::cmd_report, "an HTML page about a run: curves, attention, BLEU"},
     {"bleu", tapestry::cli::cmd_bleu, "corpus BLEU of a hypothesis file, as sacreBLEU computes it"},
 };
 
