@@ -19,5 +19,6 @@ int cmd_bleu(const Args& args);
 int cmd_train(const Args& args);
 int cmd_translate(const Args& args);
 int cmd_eval(const Args& args);
+int cmd_report(const Args& args);
 
 }  // namespace tapestry::cli

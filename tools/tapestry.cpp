@@ -25,6 +25,7 @@ constexpr Command kCommands[] = {
      "score a model: BLEU, exact match, perplexity, by source length"},
     {"gradcheck", tapestry::cli::cmd_gradcheck,
      "check every op's gradient against finite differences (float64)"},
+    {"report", tapestry::cli::cmd_report, "an HTML page about a run: curves, attention, BLEU"},
     {"bleu", tapestry::cli::cmd_bleu, "corpus BLEU of a hypothesis file, as sacreBLEU computes it"},
 };
 
