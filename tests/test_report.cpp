@@ -13,9 +13,7 @@
 #include <sstream>
 
 #include "core/errors.h"
-// The tool's sources are linked into the tapestry program only, not into a library the tests could
-// link; the builders depend on nothing else, so this file compiles them itself.
-#include "tools/report_html.cpp"
+#include "tools/report_html.h"
 
 using namespace tapestry;
 using namespace tapestry::cli;
