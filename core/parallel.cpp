@@ -1,11 +1,15 @@
 // Parallel: persistent worker threads woken by a generation counter.
 #include "core/parallel.h"
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/blas.h"
 
 namespace tapestry {
 
@@ -84,25 +88,41 @@ class Pool {
   std::exception_ptr error_;
 };
 
+int hardware_threads() {
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+std::atomic<int> wanted_threads{0};  // 0: hardware_threads()
+
 Pool& pool() {
-  static Pool p(std::max(1, static_cast<int>(std::thread::hardware_concurrency())) - 1);
-  return p;
+  static Pool* p = [] {
+    blas::set_threads(1);
+    return new Pool(hardware_threads() - 1);  // never destroyed: workers may outlive statics
+  }();
+  return *p;
 }
 
 }  // namespace
 
-int parallel_workers() {
-  return pool().workers();
+int parallel_threads() {
+  const int w = wanted_threads.load();
+  return std::min(w > 0 ? w : hardware_threads(), pool().workers() + 1);
+}
+
+void set_parallel_threads(int n) {
+  wanted_threads.store(std::max(n, 0));
+  pool();  // sets OpenBLAS to one thread
+  blas::set_threads(1);
 }
 
 void parallel_run(int n, const std::function<void(int)>& f) {
   if (n <= 0) return;
-  if (n == 1 || in_parallel || pool().workers() == 0) {
+  const int threads = parallel_threads();
+  if (n == 1 || in_parallel || threads == 1) {
     for (int i = 0; i < n; ++i) f(i);
     return;
   }
-  // More jobs than threads: the extra ones run on the caller after its own.
-  const int threads = pool().workers() + 1;
+  // More jobs than threads: each thread takes every threads-th job.
   if (n > threads) {
     pool().run(threads, [&](int k) {
       for (int i = k; i < n; i += threads) f(i);

@@ -6,12 +6,17 @@
 
 namespace tapestry {
 
+// Tapestry spreads work over cores itself, a batch shard per core, so OpenBLAS runs single-threaded
+// inside each (two thread pools on two cores only slow each other down).
+
 // Runs f(0) .. f(n-1), f(0) on the calling thread and the others on pool threads, and returns when
 // all are done. The first exception thrown by any f is rethrown here (after all have finished).
 // Calls from inside f run serially (no nesting).
 void parallel_run(int n, const std::function<void(int)>& f);
 
-// Worker threads available besides the caller: hardware threads - 1, at least 0.
-int parallel_workers();
+// How many cores parallel_run uses (1: everything on the calling thread). Defaults to the hardware
+// threads; set_parallel_threads(0) restores that. Either also sets OpenBLAS to one thread.
+int parallel_threads();
+void set_parallel_threads(int n);
 
 }  // namespace tapestry

@@ -55,6 +55,30 @@ Batch make_batch(std::span<const EncodedPair> pairs, std::span<const int64_t> in
   return b;
 }
 
+Batch slice_rows(const Batch& batch, int64_t begin, int64_t count) {
+  if (begin < 0 || count < 0 || begin + count > batch.size)
+    throw IndexError(
+        fmt::format("batch: rows [{}, {}) outside [0, {})", begin, begin + count, batch.size));
+  Batch out;
+  out.size = count;
+  for (int64_t r = begin; r < begin + count; ++r) {
+    out.src_len = std::max(out.src_len, batch.src_lengths[r]);
+    out.tgt_len = std::max(out.tgt_len, batch.tgt_lengths[r]);
+  }
+  for (int64_t r = begin; r < begin + count; ++r) {
+    const int32_t* s = batch.src.data() + r * batch.src_len;
+    out.src.insert(out.src.end(), s, s + out.src_len);
+    const int32_t* in = batch.tgt_in.data() + r * batch.tgt_len;
+    out.tgt_in.insert(out.tgt_in.end(), in, in + out.tgt_len);
+    const int32_t* o = batch.tgt_out.data() + r * batch.tgt_len;
+    out.tgt_out.insert(out.tgt_out.end(), o, o + out.tgt_len);
+    out.src_lengths.push_back(batch.src_lengths[r]);
+    out.tgt_lengths.push_back(batch.tgt_lengths[r]);
+    out.index.push_back(batch.index[r]);
+  }
+  return out;
+}
+
 std::vector<std::vector<int64_t>> make_batches(std::span<const EncodedPair> pairs,
                                                int64_t batch_size, Rng* rng) {
   if (batch_size < 1)

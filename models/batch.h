@@ -38,6 +38,10 @@ struct Batch {
 // throws ValueError naming its index (nothing to attend to).
 Batch make_batch(std::span<const EncodedPair> pairs, std::span<const int64_t> indices);
 
+// Rows [begin, begin + count) of a batch as a batch of their own, its S and T cut to the longest
+// source and target among them.
+Batch slice_rows(const Batch& batch, int64_t begin, int64_t count);
+
 // Splits 0..n-1 into batches of at most batch_size, pairs of similar source length together (less
 // padding). With `rng` (training), the pairs are shuffled, sorted by length within chunks of 50
 // batches, and the batches shuffled; without (evaluation), all pairs are sorted by source length,

@@ -20,7 +20,7 @@ Encoder::Output Encoder::forward(Tape& tape, std::span<const int32_t> src, int64
   Region region(tape, "encoder");
   Var x = embedding_.forward(tape, src, Shape{batch, src_len});  // (B,S,E)
   x = ops::dropout(x, config_.dropout, dropout_rng, training());
-  nn::RNN::Output o = rnn_.forward(tape, x, lengths);
+  nn::RNN::Output o = rnn_.forward(tape, x, lengths, Var(), Var(), &dropout_rng);
   // h_n is (L*D,B,H), layer-major: the top layer's directions are its last D entries.
   const int64_t d = rnn_.directions();
   const int64_t top = static_cast<int64_t>(config_.layers - 1) * d;

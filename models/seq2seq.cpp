@@ -25,19 +25,20 @@ Seq2Seq::Seq2Seq(const Seq2SeqConfig& config, DType dtype)
   add_module("decoder", decoder_);
 }
 
-nn::AttentionMemory Seq2Seq::encode(Tape& tape, const Batch& batch) {
+nn::AttentionMemory Seq2Seq::encode(Tape& tape, const Batch& batch, Rng* rng) {
   for (int32_t id : batch.src)
     if (id < 0 || id >= config_.src_vocab)
       throw IndexError(fmt::format("seq2seq: source id {} outside the vocabulary [0, {})", id,
                                    config_.src_vocab));
-  Encoder::Output enc =
-      encoder_.forward(tape, batch.src, batch.size, batch.src_len, batch.src_lengths, rng_);
+  Encoder::Output enc = encoder_.forward(tape, batch.src, batch.size, batch.src_len,
+                                         batch.src_lengths, rng ? *rng : rng_);
   return decoder_.attention().prepare(tape, enc.states, batch.src_lengths, enc.summary);
 }
 
-Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing) {
+Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing, Rng* rng_in) {
+  Rng& rng = rng_in ? *rng_in : rng_;
   const int64_t b = batch.size, steps = batch.tgt_len;
-  nn::AttentionMemory memory = encode(tape, batch);
+  nn::AttentionMemory memory = encode(tape, batch, &rng);
   DecoderState state = decoder_.start(tape, memory.summary);
   std::vector<int32_t> y_prev(static_cast<size_t>(b));
   auto gold = [&](int64_t t) {
@@ -45,7 +46,7 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing) {
   };
   std::vector<Var> features, logits;
   for (int64_t t = 0; t < steps; ++t) {
-    const bool own = t > 0 && teacher_forcing < 1.0 && rng_.uniform() >= teacher_forcing;
+    const bool own = t > 0 && teacher_forcing < 1.0 && rng.uniform() >= teacher_forcing;
     if (own) {  // feed the previous step's prediction (argmax; no gradient flows through it)
       const Tensor& z = logits.back().value();
       const int64_t v = z.dim(1);
@@ -58,15 +59,15 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing) {
     } else {
       gold(t);
     }
-    DecoderStep s = decoder_.step(tape, memory, state, y_prev, t, rng_);
+    DecoderStep s = decoder_.step(tape, memory, state, y_prev, t, rng);
     if (teacher_forcing < 1.0)
-      logits.push_back(decoder_.logits(tape, s.features, rng_));  // needed for the next input
+      logits.push_back(decoder_.logits(tape, s.features, rng));  // needed for the next input
     else
       features.push_back(s.features);
   }
   // With full teacher forcing, one output product over every step: (B,T,F) -> (B,T,V).
   Var z = teacher_forcing < 1.0 ? ops::stack(logits, 1)
-                                : decoder_.logits(tape, ops::stack(features, 1), rng_);
+                                : decoder_.logits(tape, ops::stack(features, 1), rng);
   Region region(tape, "loss");
   return ops::cross_entropy(ops::reshape(z, Shape{b * steps, config_.tgt_vocab}), batch.tgt_out,
                             Vocab::kPad);

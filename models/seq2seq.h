@@ -13,13 +13,15 @@ class Seq2Seq : public nn::Module {
   // Validates the config (ValueError); parameters are drawn from config.seed.
   explicit Seq2Seq(const Seq2SeqConfig& config, DType dtype = DType::f32);
 
-  // The encoder's states and the attention memory for a batch's sources.
-  nn::AttentionMemory encode(Tape& tape, const Batch& batch);
+  // The encoder's states and the attention memory for a batch's sources. Random draws (dropout in
+  // training mode) come from `rng` if given, else from rng().
+  nn::AttentionMemory encode(Tape& tape, const Batch& batch, Rng* rng = nullptr);
 
   // Mean cross-entropy over the batch's real target tokens (each row's y_1..y_n and <eos>).
   // With teacher_forcing < 1, each step feeds the gold previous token with that probability and
-  // the model's own prediction otherwise (one draw per step for the whole batch).
-  Var loss(Tape& tape, const Batch& batch, double teacher_forcing = 1.0);
+  // the model's own prediction otherwise (one draw per step for the whole batch). Draws come from
+  // `rng` if given (one per thread when batch shards train in parallel), else from rng().
+  Var loss(Tape& tape, const Batch& batch, double teacher_forcing = 1.0, Rng* rng = nullptr);
 
   const Seq2SeqConfig& config() const { return config_; }
   DType dtype() const { return dtype_; }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "core/parallel.h"
 #include "nn/clip.h"
 
 namespace tapestry::models {
@@ -21,6 +22,7 @@ void TrainOptions::validate() const {
   require(clip >= 0, fmt::format("clip must be 0 (off) or positive, got {}", clip));
   require(teacher_forcing >= 0 && teacher_forcing <= 1,
           fmt::format("teacher forcing must be in [0, 1], got {}", teacher_forcing));
+  require(shards >= 1 && shards <= 64, fmt::format("shards must be 1 to 64, got {}", shards));
   require(schedule == "none" || schedule == "step" || schedule == "plateau",
           fmt::format("unknown schedule '{}' (valid: none, step, plateau)", schedule));
 }
@@ -44,14 +46,60 @@ Trainer::Trainer(Seq2Seq& model, const TrainOptions& options)
         std::make_unique<nn::ReduceLROnPlateau>(*optimizer_, options_.gamma, options_.patience);
 }
 
+double Trainer::shard_step(int k, const Batch& part, double scale, uint64_t seed) {
+  Tape& tape = *tapes_[static_cast<size_t>(k)];
+  tape.clear();
+  if (k > 0) {
+    for (auto& [grad, buffer] : sinks_[static_cast<size_t>(k)]) buffer.zero();
+    tape.redirect_grads(sinks_[static_cast<size_t>(k)]);
+  }
+  Rng rng(seed);
+  Var loss = model_.loss(tape, part, options_.teacher_forcing, &rng);
+  tape.backward(loss, Tensor::full({}, scale, loss.dtype()));
+  const double value = loss.value().item() * scale;
+  tape.clear();
+  return value;
+}
+
 double Trainer::step(const Batch& batch) {
   model_.train();
   optimizer_->zero_grad();
-  tape_.clear();
-  Var loss = model_.loss(tape_, batch, options_.teacher_forcing);
-  tape_.backward(loss);
-  const double value = loss.value().item();
-  tape_.clear();
+  const auto shards = static_cast<int>(std::min<int64_t>(options_.shards, batch.size));
+  while (tapes_.size() < static_cast<size_t>(shards)) {
+    tapes_.push_back(std::make_unique<Tape>());
+    std::vector<std::pair<Tensor, Tensor>> sink;
+    if (tapes_.size() > 1)
+      for (auto* p : params_)
+        sink.emplace_back(p->grad, Tensor::zeros(p->grad.shape(), p->grad.dtype()));
+    sinks_.push_back(std::move(sink));
+  }
+  // Contiguous row ranges (rows of a batch have similar lengths), each shard's loss weighted by
+  // its share of the batch's target tokens so the sum is the whole batch's mean.
+  std::vector<Batch> parts;
+  std::vector<uint64_t> seeds;
+  for (int k = 0; k < shards; ++k) {
+    const int64_t begin = batch.size * k / shards, end = batch.size * (k + 1) / shards;
+    parts.push_back(shards == 1 ? batch : slice_rows(batch, begin, end - begin));
+    seeds.push_back(model_.rng().next_u64());
+  }
+  const auto total = static_cast<double>(batch.target_tokens());
+  std::vector<double> losses(static_cast<size_t>(shards));
+  parallel_run(shards, [&](int k) {
+    const double share = static_cast<double>(parts[k].target_tokens()) / total;
+    losses[static_cast<size_t>(k)] = shard_step(k, parts[k], share, seeds[k]);
+  });
+  double value = 0;
+  for (int k = 0; k < shards; ++k) {
+    value += losses[static_cast<size_t>(k)];
+    if (k == 0) continue;
+    for (auto& [grad, buffer] : sinks_[static_cast<size_t>(k)])
+      dispatch(grad.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* g = grad.data<T>();
+        const T* b = buffer.data<T>();
+        for (int64_t i = 0; i < grad.numel(); ++i) g[i] += b[i];
+      });
+  }
   last_norm_ = nn::clip_grad_norm(params_, options_.clip > 0 ? options_.clip : INFINITY);
   last_skipped_ = !std::isfinite(last_norm_);
   if (!last_skipped_) optimizer_->step();

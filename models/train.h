@@ -26,6 +26,10 @@ struct TrainOptions {
   double gamma = 0.5;  // step and plateau decay factor
   int patience = 1;    // plateau: epochs without improvement before a decay
   uint64_t seed = 1;   // batch order
+  // Each batch is cut into this many shards of rows, trained in parallel (one per core, see
+  // core/parallel.h) and their gradients summed in shard order: the result does not depend on how
+  // many cores there are.
+  int64_t shards = 2;
   // Throws ValueError naming the option and listing valid values.
   void validate() const;
 };
@@ -68,13 +72,17 @@ class Trainer {
   double last_grad_norm() const { return last_norm_; }
 
  private:
+  // Forward and backward of one shard on its own tape; returns its share of the batch loss.
+  double shard_step(int k, const Batch& part, double scale, uint64_t seed);
+
   Seq2Seq& model_;
   TrainOptions options_;
   std::vector<nn::Parameter*> params_;
+  std::vector<std::unique_ptr<Tape>> tapes_;                   // one per shard
+  std::vector<std::vector<std::pair<Tensor, Tensor>>> sinks_;  // shard k > 0: (grad, buffer)
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<nn::StepLR> step_lr_;
   std::unique_ptr<nn::ReduceLROnPlateau> plateau_;
-  Tape tape_;
   double last_norm_ = 0;
   bool last_skipped_ = false;
 };

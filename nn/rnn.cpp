@@ -181,7 +181,7 @@ Var RNN::run_direction(Tape& tape, const Weights& w, const Var& x,
 }
 
 RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> lengths, const Var& h0,
-                         const Var& c0) {
+                         const Var& c0, Rng* dropout_rng) {
   const char* name = cell_name(kind_);
   if (x.ndim() != 3 || x.dim(2) != input_)
     throw ShapeError(fmt::format("{}: input {} should be (B,S,{})", name, x.shape().str(), input_));
@@ -234,7 +234,8 @@ RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> leng
     }
     layer_in = outs.size() == 1 ? outs[0] : ops::concat(outs, 2);
     if (l + 1 < layers_ && dropout_ > 0)
-      layer_in = ops::dropout(layer_in, dropout_, dropout_rng_, training());
+      layer_in =
+          ops::dropout(layer_in, dropout_, dropout_rng ? *dropout_rng : dropout_rng_, training());
   }
   Output out;
   out.y = layer_in;

@@ -66,9 +66,10 @@ class RNN : public Module {
       Rng& rng, DType dtype = DType::f32, double dropout = 0.0);
 
   // x (B,S,in) with lengths[b] <= S real steps per row; padded steps are never read and never
-  // change a row's state. h0 and c0 (L*D,B,H) default to zeros.
+  // change a row's state. h0 and c0 (L*D,B,H) default to zeros. Dropout between layers draws from
+  // `dropout_rng` if given, else from the layer's own generator.
   Output forward(Tape& tape, const Var& x, std::span<const int64_t> lengths, const Var& h0 = Var(),
-                 const Var& c0 = Var());
+                 const Var& c0 = Var(), Rng* dropout_rng = nullptr);
 
   CellKind kind() const { return kind_; }
   int64_t hidden_size() const { return hidden_; }

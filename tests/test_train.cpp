@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <numeric>
 
+#include "core/parallel.h"
 #include "models/evaluate.h"
 #include "models/metrics.h"
 #include "models/train.h"
@@ -97,4 +99,53 @@ TEST_CASE("bad training options are refused, naming the option", "[train]") {
   o = {};
   o.batch_size = 0;
   refuse(o, "batch size must be at least 1");
+}
+
+TEST_CASE("a batch cut into shards gives the whole batch's loss and gradient", "[train]") {
+  auto pairs = reversal(40, 4);
+  std::vector<int64_t> rows(40);
+  std::iota(rows.begin(), rows.end(), 0);
+  Batch batch = make_batch(pairs, rows);
+  auto run = [&](int64_t shards) {
+    Seq2Seq model(reversal_config(), DType::f64);
+    TrainOptions o;
+    o.shards = shards;
+    o.clip = 0;  // compare the raw gradients
+    Trainer trainer(model, o);
+    const double loss = trainer.step(batch);
+    std::vector<double> grads;
+    for (auto* p : model.parameters()) {
+      auto g = p->grad.to_vector();
+      grads.insert(grads.end(), g.begin(), g.end());
+    }
+    return std::make_pair(loss, grads);
+  };
+  auto one = run(1), three = run(3);
+  CHECK(three.first == Approx(one.first).epsilon(1e-12));
+  REQUIRE(one.second.size() == three.second.size());
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < one.second.size(); ++i) {
+    worst = std::max(worst, std::abs(one.second[i] - three.second[i]));
+    scale = std::max(scale, std::abs(one.second[i]));
+  }
+  CHECK(worst <= 1e-12 * scale);
+}
+
+TEST_CASE("training gives the same result on one core and on several", "[train]") {
+  auto train = reversal(300, 5);
+  auto run = [&](int threads) {
+    set_parallel_threads(threads);
+    Seq2SeqConfig c = reversal_config();
+    c.dropout = 0.1;
+    Seq2Seq model(c);
+    TrainOptions o;
+    o.batch_size = 16;
+    Trainer trainer(model, o);
+    EpochResult r = trainer.epoch(train, 0);
+    set_parallel_threads(0);
+    return std::make_pair(r.loss, model.parameters()[3]->value.to_vector());
+  };
+  auto a = run(1), b = run(2);
+  CHECK(a.first == b.first);
+  CHECK(a.second == b.second);
 }
