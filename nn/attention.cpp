@@ -70,13 +70,15 @@ double inv_sqrt(int64_t n) {
 }
 
 // s . h_j for every j: (B,S,K) x (B,K) -> (B,S)
-Var dot_scores(const Var& keys, const Var& q) {
+Var dot_scores(const Var& keys, const Var& q, bool fused) {
+  if (fused) return ops::dot_scores(keys, q);
   const int64_t b = keys.dim(0), s = keys.dim(1), k = keys.dim(2);
   return ops::reshape(ops::matmul(keys, ops::reshape(q, Shape{b, k, 1})), Shape{b, s});
 }
 
 // c = sum_j a_j h_j: (B,S) x (B,S,K) -> (B,K)
-Var weighted_sum(const Var& a, const Var& keys) {
+Var weighted_sum(const Var& a, const Var& keys, bool fused) {
+  if (fused) return ops::weighted_sum(a, keys);
   const int64_t b = keys.dim(0), s = keys.dim(1), k = keys.dim(2);
   return ops::reshape(ops::matmul(ops::reshape(a, Shape{b, 1, s}), keys), Shape{b, k});
 }
@@ -120,10 +122,14 @@ class AdditiveAttention : public Attention {
       Region r(tape, "attention.scores");
       Var wq = ops::matmul(query, query_weight(tape), false, true);  // (B,Hq) x (A,Hq)^T -> (B,A)
       if (b_) wq = ops::add(wq, b_->var(tape));
-      Var pre = ops::add(m.precomputed, ops::reshape(wq, Shape{b, 1, a}));  // (B,S,A)
-      // (B,S,A) x (A,1) -> (B,S)
-      e = ops::reshape(ops::matmul(ops::tanh(pre), ops::reshape(v_->var(tape), Shape{a, 1})),
-                       Shape{b, s});
+      if (config_.fused) {
+        e = ops::additive_scores(m.precomputed, wq, v_->var(tape));
+      } else {
+        Var pre = ops::add(m.precomputed, ops::reshape(wq, Shape{b, 1, a}));  // (B,S,A)
+        // (B,S,A) x (A,1) -> (B,S)
+        e = ops::reshape(ops::matmul(ops::tanh(pre), ops::reshape(v_->var(tape), Shape{a, 1})),
+                         Shape{b, s});
+      }
     }
     Region r(tape, "attention.softmax");
     return ops::softmax(e, -1, m.valid);
@@ -162,7 +168,7 @@ class MultiplicativeAttention : public Attention {
       Region r(tape, "attention.scores");
       // s^T W h_j = (s W) . h_j: (B,Hq) x (Hq,K) -> (B,K)
       Var q = w_ ? ops::matmul(query, w_->var(tape)) : query;
-      e = dot_scores(m.keys, q);
+      e = dot_scores(m.keys, q, config_.fused);
       if (config_.kind == AttentionKind::scaled_dot) e = ops::scale(e, inv_sqrt(config_.key_size));
     }
     Region r(tape, "attention.softmax");
@@ -196,7 +202,8 @@ class CosineAttention : public Attention {
     {
       Region r(tape, "attention.scores");
       Var qn = ops::sqrt(ops::add_scalar(ops::sum(ops::mul(query, query), {1}, true), kEps));
-      Var cos = ops::div(dot_scores(m.keys, query), ops::mul(qn, m.precomputed));  // (B,S)
+      Var cos =
+          ops::div(dot_scores(m.keys, query, config_.fused), ops::mul(qn, m.precomputed));  // (B,S)
       e = ops::mul(cos, beta_->var(tape));
     }
     Region r(tape, "attention.softmax");
@@ -227,7 +234,7 @@ class LocalAttention : public Attention {
     Var e, p;
     {
       Region r(tape, "attention.scores");
-      e = dot_scores(m.keys, ops::matmul(query, w_->var(tape)));
+      e = dot_scores(m.keys, ops::matmul(query, w_->var(tape)), config_.fused);
       // p_t (B,1): the window's centre, between 0 and S_b - 1.
       Tensor last = Tensor::empty({b, 1}, dtype);
       for (int64_t i = 0; i < b; ++i)
@@ -362,7 +369,7 @@ AttentionResult Attention::attend(Tape& tape, const AttentionMemory& m, const Va
   if (config_.kind == AttentionKind::none) return {Var(), m.summary};
   Var a = weights(tape, m, query, step);
   Region r(tape, "attention.context");
-  return {a, weighted_sum(a, m.keys)};
+  return {a, weighted_sum(a, m.keys, config_.fused)};
 }
 
 }  // namespace tapestry::nn

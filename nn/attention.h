@@ -37,6 +37,10 @@ struct AttentionConfig {
   int64_t key_size = 0;    // K: the encoder states' size (2H for a bidirectional encoder)
   int64_t attn_size = 0;   // A: the hidden size of the additive, concat and local-p layers (0: Hq)
   int64_t window = 2;      // D: the half width of the local variants' window
+  // The scores and the weighted sum as fused kernels (ops/attention_ops.h); false composes them
+  // from elementary ops (matmul, add, tanh, reshape), which `tapestry explain` shows one by one.
+  // Both give the same values and gradients (tested).
+  bool fused = true;
 };
 
 // What does not depend on the query, computed once per batch by prepare().

@@ -125,24 +125,30 @@ void add_attention_cases(GradcheckRegistry& reg) {
   for (AttentionKind kind : all_attention_kinds()) {
     const std::string layer = std::string("attention.") + attention_name(kind);
     reg.require_layer(layer);
-    // local-m centres its window on the step; the others ignore it.
+    // local-m centres its window on the step; the others ignore it. Both the fused kernels and
+    // the elementary ops they replace (what `tapestry explain` shows) are checked.
     for (int64_t step : {0, 3}) {
-      if (step > 0 && kind != AttentionKind::local_m) continue;
-      reg.add(module_case(
-          layer, fmt::format("B=2, S=4, lengths 4 and 2, step {}", step),
-          {{"query", {2, 3}}, {"keys", {2, 4, 3}}, {"summary", {2, 3}}},
-          [kind](Rng& rng) {
-            AttentionConfig c{kind, 3, 3, 2, 1};
-            return std::unique_ptr<Module>(Attention::make(c, rng, DType::f64).release());
-          },
-          [step](Tape& tape, Module& m, std::span<const Var> x) {
-            auto& attn = as<Attention>(m);
-            AttentionMemory mem = attn.prepare(tape, x[1], kLengths, x[2]);
-            AttentionResult r = attn.attend(tape, mem, x[0], step);
-            if (!r.weights.value().defined()) return ops::reshape(r.context, {-1});
-            return ops::concat(
-                std::vector<Var>{ops::reshape(r.weights, {-1}), ops::reshape(r.context, {-1})}, 0);
-          }));
+      for (bool fused : {true, false}) {
+        if (step > 0 && kind != AttentionKind::local_m) continue;
+        if (!fused && kind == AttentionKind::none) continue;
+        reg.add(module_case(
+            layer,
+            fmt::format("B=2, S=4, lengths 4 and 2, step {}{}", step, fused ? "" : ", composed"),
+            {{"query", {2, 3}}, {"keys", {2, 4, 3}}, {"summary", {2, 3}}},
+            [kind, fused](Rng& rng) {
+              AttentionConfig c{kind, 3, 3, 2, 1, fused};
+              return std::unique_ptr<Module>(Attention::make(c, rng, DType::f64).release());
+            },
+            [step](Tape& tape, Module& m, std::span<const Var> x) {
+              auto& attn = as<Attention>(m);
+              AttentionMemory mem = attn.prepare(tape, x[1], kLengths, x[2]);
+              AttentionResult r = attn.attend(tape, mem, x[0], step);
+              if (!r.weights.value().defined()) return ops::reshape(r.context, {-1});
+              return ops::concat(
+                  std::vector<Var>{ops::reshape(r.weights, {-1}), ops::reshape(r.context, {-1})},
+                  0);
+            }));
+      }
     }
   }
   // general and bahdanau with a query size different from the key size (a bidirectional encoder).

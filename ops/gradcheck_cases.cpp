@@ -14,6 +14,7 @@ void add_gradcheck_cases(GradcheckRegistry& reg) {
   add_index_cases(reg);
   add_dropout_cases(reg);
   add_rnn_cell_cases(reg);
+  add_attention_op_cases(reg);
 }
 
 }  // namespace tapestry::ops

@@ -18,5 +18,6 @@ void add_shape_cases(GradcheckRegistry& reg);
 void add_index_cases(GradcheckRegistry& reg);
 void add_dropout_cases(GradcheckRegistry& reg);
 void add_rnn_cell_cases(GradcheckRegistry& reg);
+void add_attention_op_cases(GradcheckRegistry& reg);
 
 }  // namespace tapestry::ops

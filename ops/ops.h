@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ops/arith.h"
+#include "ops/attention_ops.h"
 #include "ops/dropout.h"
 #include "ops/index.h"
 #include "ops/loss.h"

@@ -1,0 +1,212 @@
+// Fused attention kernels: loops over (B,S,K) that vectorise along the last axis.
+#include "ops/attention_ops.h"
+
+#include "ops/kernels.h"
+
+namespace tapestry::ops {
+
+namespace {
+[[noreturn]] void misfit(const char* op, std::initializer_list<const Var*> xs, const char* want) {
+  std::string shapes;
+  for (const Var* x : xs) shapes += (shapes.empty() ? "" : " and ") + x->shape().str();
+  throw ShapeError(fmt::format("{}: shapes {} do not fit: expected {}", op, shapes, want));
+}
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// additive_scores
+// e = sum_a v tanh(p + q);  t = tanh(p + q);  dpre = de v (1 - t^2);  dp += dpre;
+// dq += sum_s dpre;  dv += sum_{b,s} de t.   Saved: t (B,S,A), v.
+void additive_scores_backward(Tape& tape, const Node& n) {
+  const Tensor& t = tape.saved(n, 0);
+  const Tensor& v = tape.saved(n, 1);
+  Tensor *dp = tape.input_grad(n, 0), *dq = tape.input_grad(n, 1), *dv = tape.input_grad(n, 2);
+  const int64_t b = t.dim(0), s = t.dim(1), a = t.dim(2);
+  dispatch(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pt = t.data<T>();
+    const T* pv = v.data<T>();
+    const T* de = n.grad.data<T>();
+    T* pdp = dp ? dp->data<T>() : nullptr;
+    T* pdq = dq ? dq->data<T>() : nullptr;
+    T* pdv = dv ? dv->data<T>() : nullptr;
+    std::vector<T> dpre(static_cast<size_t>(a));
+    for (int64_t i = 0; i < b; ++i) {
+      for (int64_t j = 0; j < s; ++j) {
+        const T g = de[i * s + j];
+        const T* row = pt + (i * s + j) * a;
+        for (int64_t k = 0; k < a; ++k) dpre[k] = g * pv[k] * (T(1) - row[k] * row[k]);
+        if (pdp) {
+          T* d = pdp + (i * s + j) * a;
+          for (int64_t k = 0; k < a; ++k) d[k] += dpre[k];
+        }
+        if (pdq)
+          for (int64_t k = 0; k < a; ++k) pdq[i * a + k] += dpre[k];
+        if (pdv)
+          for (int64_t k = 0; k < a; ++k) pdv[k] += g * row[k];
+      }
+    }
+  });
+}
+TAPESTRY_OP(kAdditiveScores, "additive_scores", additive_scores_backward,
+            "e = sum_a v tanh(p + q);  dp += de v (1 - t^2);  dq += sum_s de v (1 - t^2);  "
+            "dv += sum de t");
+
+Var additive_scores(const Var& p, const Var& q, const Var& v) {
+  check_same_dtype("additive_scores", {&p.value(), &q.value(), &v.value()});
+  if (p.ndim() != 3 || q.ndim() != 2 || v.ndim() != 1 || q.dim(0) != p.dim(0) ||
+      q.dim(1) != p.dim(2) || v.dim(0) != p.dim(2))
+    misfit("additive_scores", {&p, &q, &v}, "(B,S,A), (B,A) and (A)");
+  const int64_t b = p.dim(0), s = p.dim(1), a = p.dim(2);
+  Tensor e = Tensor::empty({b, s}, p.dtype());
+  Tape* tape = recording_tape({&p, &q, &v});
+  Tensor t = Tensor::empty({b, s, a}, p.dtype());
+  dispatch(p.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pp = p.value().data<T>();
+    const T* pq = q.value().data<T>();
+    const T* pv = v.value().data<T>();
+    T* pt = t.data<T>();
+    T* pe = e.data<T>();
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t j = 0; j < s; ++j) {
+        T* row = pt + (i * s + j) * a;
+        const T* pr = pp + (i * s + j) * a;
+        const T* qr = pq + i * a;
+        for (int64_t k = 0; k < a; ++k) row[k] = detail::tanh(pr[k] + qr[k]);
+        T sum = 0;
+        for (int64_t k = 0; k < a; ++k) sum += pv[k] * row[k];
+        pe[i * s + j] = sum;
+      }
+  });
+  if (!tape) return Var(std::move(e));
+  const int32_t id = tape->record(kAdditiveScores, std::move(e), {&p, &q, &v});
+  tape->save(id, std::move(t));
+  tape->save(id, v.value());
+  return tape->output(id);
+}
+
+// ---------------------------------------------------------------------------------------------
+// dot_scores
+// e[b,s] = keys[b,s,:] . q[b,:];  dkeys[b,s,:] += de[b,s] q[b,:];  dq[b,:] += sum_s de keys[b,s,:]
+void dot_scores_backward(Tape& tape, const Node& n) {
+  const Tensor& keys = tape.saved(n, 0);
+  const Tensor& q = tape.saved(n, 1);
+  Tensor *dkeys = tape.input_grad(n, 0), *dq = tape.input_grad(n, 1);
+  const int64_t b = keys.dim(0), s = keys.dim(1), k = keys.dim(2);
+  dispatch(keys.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pk = keys.data<T>();
+    const T* pq = q.data<T>();
+    const T* de = n.grad.data<T>();
+    T* pdk = dkeys ? dkeys->data<T>() : nullptr;
+    T* pdq = dq ? dq->data<T>() : nullptr;
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t j = 0; j < s; ++j) {
+        const T g = de[i * s + j];
+        if (pdk) {
+          T* d = pdk + (i * s + j) * k;
+          for (int64_t c = 0; c < k; ++c) d[c] += g * pq[i * k + c];
+        }
+        if (pdq) {
+          const T* row = pk + (i * s + j) * k;
+          for (int64_t c = 0; c < k; ++c) pdq[i * k + c] += g * row[c];
+        }
+      }
+  });
+}
+TAPESTRY_OP(kDotScores, "dot_scores", dot_scores_backward,
+            "e[b,s] = keys[b,s] . q[b];  dkeys[b,s] += de[b,s] q[b];  dq[b] += sum_s de keys[b,s]");
+
+Var dot_scores(const Var& keys, const Var& q) {
+  check_same_dtype("dot_scores", {&keys.value(), &q.value()});
+  if (keys.ndim() != 3 || q.ndim() != 2 || q.dim(0) != keys.dim(0) || q.dim(1) != keys.dim(2))
+    misfit("dot_scores", {&keys, &q}, "(B,S,K) and (B,K)");
+  const int64_t b = keys.dim(0), s = keys.dim(1), k = keys.dim(2);
+  Tensor e = Tensor::empty({b, s}, keys.dtype());
+  dispatch(keys.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pk = keys.value().data<T>();
+    const T* pq = q.value().data<T>();
+    T* pe = e.data<T>();
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t j = 0; j < s; ++j) {
+        const T* row = pk + (i * s + j) * k;
+        T sum = 0;
+        for (int64_t c = 0; c < k; ++c) sum += row[c] * pq[i * k + c];
+        pe[i * s + j] = sum;
+      }
+  });
+  Tape* tape = recording_tape({&keys, &q});
+  if (!tape) return Var(std::move(e));
+  const int32_t id = tape->record(kDotScores, std::move(e), {&keys, &q});
+  tape->save(id, keys.value());
+  tape->save(id, q.value());
+  return tape->output(id);
+}
+
+// ---------------------------------------------------------------------------------------------
+// weighted_sum
+// c[b,:] = sum_s a[b,s] values[b,s,:];  da[b,s] += dc[b,:] . values[b,s,:];
+// dvalues[b,s,:] += a[b,s] dc[b,:]
+void weighted_sum_backward(Tape& tape, const Node& n) {
+  const Tensor& a = tape.saved(n, 0);
+  const Tensor& values = tape.saved(n, 1);
+  Tensor *da = tape.input_grad(n, 0), *dvalues = tape.input_grad(n, 1);
+  const int64_t b = values.dim(0), s = values.dim(1), k = values.dim(2);
+  dispatch(values.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pa = a.data<T>();
+    const T* pv = values.data<T>();
+    const T* dc = n.grad.data<T>();
+    T* pda = da ? da->data<T>() : nullptr;
+    T* pdv = dvalues ? dvalues->data<T>() : nullptr;
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t j = 0; j < s; ++j) {
+        const T* row = pv + (i * s + j) * k;
+        const T* g = dc + i * k;
+        if (pda) {
+          T sum = 0;
+          for (int64_t c = 0; c < k; ++c) sum += g[c] * row[c];
+          pda[i * s + j] += sum;
+        }
+        if (pdv) {
+          const T w = pa[i * s + j];
+          T* d = pdv + (i * s + j) * k;
+          for (int64_t c = 0; c < k; ++c) d[c] += w * g[c];
+        }
+      }
+  });
+}
+TAPESTRY_OP(kWeightedSum, "weighted_sum", weighted_sum_backward,
+            "c[b] = sum_s a[b,s] values[b,s];  da[b,s] += dc[b] . values[b,s];  "
+            "dvalues[b,s] += a[b,s] dc[b]");
+
+Var weighted_sum(const Var& a, const Var& values) {
+  check_same_dtype("weighted_sum", {&a.value(), &values.value()});
+  if (values.ndim() != 3 || a.ndim() != 2 || a.dim(0) != values.dim(0) || a.dim(1) != values.dim(1))
+    misfit("weighted_sum", {&a, &values}, "(B,S) and (B,S,K)");
+  const int64_t b = values.dim(0), s = values.dim(1), k = values.dim(2);
+  Tensor c = Tensor::zeros({b, k}, values.dtype());
+  dispatch(values.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pa = a.value().data<T>();
+    const T* pv = values.value().data<T>();
+    T* pc = c.data<T>();
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t j = 0; j < s; ++j) {
+        const T w = pa[i * s + j];
+        if (w == T(0)) continue;  // masked positions add nothing (and are often most of a row)
+        const T* row = pv + (i * s + j) * k;
+        for (int64_t col = 0; col < k; ++col) pc[i * k + col] += w * row[col];
+      }
+  });
+  Tape* tape = recording_tape({&a, &values});
+  if (!tape) return Var(std::move(c));
+  const int32_t id = tape->record(kWeightedSum, std::move(c), {&a, &values});
+  tape->save(id, a.value());
+  tape->save(id, values.value());
+  return tape->output(id);
+}
+
+}  // namespace tapestry::ops
