@@ -65,12 +65,24 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing, Rng* r
     else
       features.push_back(s.features);
   }
-  // With full teacher forcing, one output product over every step: (B,T,F) -> (B,T,V).
-  Var z = teacher_forcing < 1.0 ? ops::stack(logits, 1)
-                                : decoder_.logits(tape, ops::stack(features, 1), rng);
+  if (teacher_forcing < 1.0) {
+    Var z = ops::stack(logits, 1);  // (B,T,V)
+    Region region(tape, "loss");
+    return ops::cross_entropy(ops::reshape(z, Shape{b * steps, config_.tgt_vocab}), batch.tgt_out,
+                              Vocab::kPad);
+  }
+  // With full teacher forcing, one output product over every real target position at once:
+  // (B,T,F) -> the N real rows (N,F) -> (N,V); padded positions are never projected.
+  std::vector<int32_t> rows, targets;
+  for (int64_t i = 0; i < b * steps; ++i)
+    if (batch.tgt_out[i] != Vocab::kPad) {
+      rows.push_back(static_cast<int32_t>(i));
+      targets.push_back(batch.tgt_out[i]);
+    }
+  Var f = ops::reshape(ops::stack(features, 1), Shape{b * steps, decoder_.feature_size()});
+  Var z = decoder_.logits(tape, ops::gather(f, rows), rng);
   Region region(tape, "loss");
-  return ops::cross_entropy(ops::reshape(z, Shape{b * steps, config_.tgt_vocab}), batch.tgt_out,
-                            Vocab::kPad);
+  return ops::cross_entropy(z, targets, Vocab::kPad);
 }
 
 }  // namespace tapestry::models
