@@ -22,6 +22,8 @@ constexpr Command kCommands[] = {
     {"train", tapestry::cli::cmd_train, "train an attention model on a toy task or a corpus"},
     {"gradcheck", tapestry::cli::cmd_gradcheck,
      "check every op's gradient against finite differences (float64)"},
+    {"explain", tapestry::cli::cmd_explain,
+     "backprop through attention for one decoder step, value by value, checked"},
     {"bleu", tapestry::cli::cmd_bleu, "corpus BLEU of a hypothesis file, as sacreBLEU computes it"},
 };
 
