@@ -217,7 +217,8 @@ void check_tensor(const Checked& t, const std::function<double()>& loss, const C
   const int64_t n =
       o.max_elements > 0 ? std::min(o.max_elements, t.value->numel()) : t.value->numel();
   std::vector<ExplainCheck> rows;
-  double scale = 0;
+  double scale = 0;  // the tensor's largest |gradient|, over every element, checked or not
+  for (double g : t.analytic) scale = std::max(scale, std::abs(g));
   for (int64_t i = 0; i < n; ++i) {
     const double x0 = t.value->at(i);
     auto at = [&](double x) {
@@ -327,7 +328,7 @@ Explanation explain_step(ExplainModel& m, const std::string& target_word, const 
     Tape t;
     NoGrad no_grad(t);
     nn::AttentionMemory mem = model.encode(t, batch);
-    const Tensor& z = run_step(t, model, mem, Vocab::kEos).logits.value();
+    const Tensor z = run_step(t, model, mem, Vocab::kEos).logits.value();
     int64_t best = 0;
     for (int64_t j = 1; j < z.numel(); ++j)
       if (z.at(j) > z.at(best)) best = j;

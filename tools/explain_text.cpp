@@ -164,7 +164,8 @@ std::string render_text(const Explanation& e, const TextOptions& o) {
     grouped(out, e, o, order, [&](const ExplainNode& n) {
       std::string lead = fmt::format(fmt::runtime(kFwdLead), n.index, display(n),
                                      inputs_text(n, 11), shape_text(n.shape));
-      emit(out, lead, value_lines(n.value, n.shape, o.full_max, kWidth - fwd_lead));
+      emit(out, lead,
+           value_lines(n.value, n.shape, o.full_max, kWidth - std::max(lead.size(), fwd_lead)));
     });
   }
 
@@ -193,7 +194,8 @@ std::string render_text(const Explanation& e, const TextOptions& o) {
         out += lead + "(no gradient: L does not depend on it)\n";
         return;
       }
-      emit(out, lead, value_lines(n.grad, n.shape, o.full_max, kWidth - bwd_lead));
+      emit(out, lead,
+           value_lines(n.grad, n.shape, o.full_max, kWidth - std::max(lead.size(), bwd_lead)));
       if (n.op == "param") {
         out += fmt::format("{}(a leaf: accumulates into the gradient of {})\n",
                            std::string(12, ' '), n.label);
