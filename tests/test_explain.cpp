@@ -303,7 +303,8 @@ TEST_CASE("explain: the HTML page is self-contained", "[explain]") {
     CHECK(rest.compare(at, 26, "http://www.w3.org/2000/svg") == 0);
   // The heatmaps and both tables.
   CHECK(html.find("<svg") != std::string::npos);
-  CHECK(html.find("a (weights)") != std::string::npos);
+  CHECK(html.find("Attention at this step") != std::string::npos);
+  CHECK(html.find("dL/da") != std::string::npos);
   CHECK(html.find("dL/de") != std::string::npos);
   CHECK(html.find("1. Forward pass") != std::string::npos);
   CHECK(html.find("2. Backward pass") != std::string::npos);

@@ -500,6 +500,17 @@ std::string region_title(const std::string& region) {
   return region.empty() ? "(no region)" : region;
 }
 
+std::string element_text(const std::vector<int64_t>& shape, int64_t flat) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  std::string s = "[";
+  for (size_t d = 0; d < idx.size(); ++d) s += fmt::format("{}{}", d ? "," : "", idx[d]);
+  return s + "]";
+}
+
 std::string short_param(const std::string& name) {
   for (const char* prefix : {"encoder.", "decoder."})
     if (name.rfind(prefix, 0) == 0) return name.substr(std::string(prefix).size());

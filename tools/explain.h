@@ -157,6 +157,8 @@ double norm(std::span<const double> v);
 bool in_groups(const std::string& region, std::span<const std::string> groups);
 // The group heading of a region ("attention.scores"), "(no region)" for the empty one.
 std::string region_title(const std::string& region);
+// A flat row-major index as "[i,j,k]".
+std::string element_text(const std::vector<int64_t>& shape, int64_t flat);
 // A parameter's path without the leading "encoder." or "decoder." ("attention.W").
 std::string short_param(const std::string& name);
 

@@ -49,43 +49,52 @@ std::string colour(double t, bool sequential) {
   return fmt::format("#{:02x}{:02x}{:02x}", mix(255, 178, t), mix(255, 24, t), mix(255, 43, t));
 }
 
-struct HeatRow {
+struct HeatColumn {
   std::string name;
-  std::vector<double> values;
-  bool sequential = false;  // weights in [0, 1]; else a gradient, scaled by its largest |value|
+  std::vector<double> values;  // one per row
+  bool sequential = false;     // weights in [0, 1]; else signed, scaled by the largest |value|
 };
 
-// Rows of cells under column labels; each row has its own colour scale.
-std::string heatmap(const std::string& title, const std::vector<std::string>& columns,
-                    const std::vector<HeatRow>& rows) {
-  const int cell_w = 52, cell_h = 22, label_w = 78, top = 32;
+// A grid of coloured cells, one row per label; each column has its own colour scale, or with
+// `shared` one scale for all (a matrix).
+std::string heatmap(const std::string& title, const std::vector<std::string>& rows,
+                    const std::vector<HeatColumn>& columns, bool shared) {
+  size_t longest = 1;
+  for (const auto& r : rows) longest = std::max(longest, r.size());
+  const int cell_w = 48, cell_h = 22, top = 22;
+  const int label_w = 12 + 7 * static_cast<int>(std::min<size_t>(longest, 14));
   const int width = label_w + cell_w * static_cast<int>(columns.size()) + 4;
   const int height = top + cell_h * static_cast<int>(rows.size()) + 4;
   std::string s = fmt::format(
       "<figure><figcaption>{}</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
       "height=\"{}\" font-family=\"monospace\" font-size=\"9\">",
       title, width, height);
-  for (size_t c = 0; c < columns.size(); ++c)
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"11\">{}</text>",
-                     label_w + cell_w * static_cast<int>(c) + cell_w / 2, top - 8, esc(columns[c]));
-  for (size_t r = 0; r < rows.size(); ++r) {
-    const HeatRow& row = rows[r];
-    const int y = top + cell_h * static_cast<int>(r);
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"11\">{}</text>",
-                     label_w - 6, y + cell_h / 2 + 4, esc(row.name));
-    double scale = 0;
-    for (double v : row.values) scale = std::max(scale, std::abs(v));
-    for (size_t c = 0; c < row.values.size() && c < columns.size(); ++c) {
-      const double v = row.values[c];
-      const double t = row.sequential ? v : (scale > 0 ? v / scale : 0);
-      const int x = label_w + cell_w * static_cast<int>(c);
+  double all = 0;
+  for (const auto& c : columns)
+    for (double v : c.values) all = std::max(all, std::abs(v));
+  for (size_t c = 0; c < columns.size(); ++c) {
+    const HeatColumn& col = columns[c];
+    const int x = label_w + cell_w * static_cast<int>(c);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\">{}</text>",
+                     x + cell_w / 2, top - 7, esc(col.name));
+    double scale = shared ? all : 0;
+    if (!shared)
+      for (double v : col.values) scale = std::max(scale, std::abs(v));
+    for (size_t r = 0; r < col.values.size() && r < rows.size(); ++r) {
+      const double v = col.values[r];
+      const double t = col.sequential ? v : (scale > 0 ? v / scale : 0);
+      const int y = top + cell_h * static_cast<int>(r);
       s += fmt::format(
           "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#ffffff\"/>"
           "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\">{}</text>",
-          x, y, cell_w, cell_h, colour(t, row.sequential), x + cell_w / 2, y + cell_h / 2 + 3,
+          x, y, cell_w, cell_h, colour(t, col.sequential), x + cell_w / 2, y + cell_h / 2 + 3,
           std::abs(t) > 0.55 ? "#ffffff" : "#111111", esc(num(v)));
     }
   }
+  for (size_t r = 0; r < rows.size(); ++r)
+    s +=
+        fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"10\">{}</text>",
+                    label_w - 5, top + cell_h * static_cast<int>(r) + cell_h / 2 + 4, esc(rows[r]));
   return s + "</svg></figure>\n";
 }
 
@@ -140,7 +149,7 @@ h1 { font-size: 20px; margin: 0 0 4px 0; } h2 { font-size: 16px; margin: 18px 0 
           gap: 14px; align-items: start; }
 .layout > div { overflow-x: auto; }
 .heat { position: sticky; top: 8px; background: #fff; border: 1px solid #ddd; padding: 8px;
-        max-width: 300px; }
+        max-width: 330px; }
 figure { margin: 0 0 10px 0; } figcaption { font-size: 12px; font-weight: 600; margin-bottom: 2px; }
 .note { font-size: 11px; color: #555; }
 table { border-collapse: collapse; font-size: 11px; width: 100%; }
@@ -148,6 +157,8 @@ th { text-align: left; background: #eef1f6; position: sticky; top: 0; }
 td, th { border-bottom: 1px solid #eee; padding: 2px 3px; vertical-align: top; }
 td.v { font-family: monospace; font-size: 10px; white-space: pre; }
 td.n { font-family: monospace; color: #666; text-align: right; }
+table.tape { table-layout: fixed; }
+table.tape td { overflow: hidden; text-overflow: ellipsis; }
 tr.group td { background: #f4f6fa; border-top: 2px solid #9aa5b8; padding-top: 4px; }
 tr.attn td { background: #fff7e0; }
 .eq { font-family: monospace; font-size: 11px; color: #333; white-space: normal; }
@@ -180,50 +191,54 @@ std::string render_html(const Explanation& e, const TextOptions& o) {
   const ExplainNode* a = node(f.weights);
   const ExplainNode* sc = node(f.scores);
   const ExplainNode* keys = node(f.keys);
-  if (a && sc) {
-    std::vector<HeatRow> rows = {{"a (weights)", a->value, true},
-                                 {"e (scores)", sc->value, false},
-                                 {"dL/da", a->grad, false},
-                                 {"dL/de", sc->grad, false}};
-    const ExplainNode* y = node(f.softmax);
-    if (y && y != a) rows.insert(rows.begin() + 1, {"softmax(e)", y->value, true});
-    h += heatmap("Attention at this step, per source word", e.source, rows);
-    h += "<div class=\"note\">Weights on a 0 to 1 scale; every other row is scaled by its own "
-         "largest |value| (red positive, blue negative).</div>\n";
+  const ExplainNode* y = node(f.softmax);
+  std::vector<double> dh_norms;
+  size_t K = 0;
+  if (keys && !keys->grad.empty()) {
+    K = static_cast<size_t>(keys->shape[2]);
+    for (size_t j = 0; j < e.source.size(); ++j)
+      dh_norms.push_back(norm(std::span<const double>(keys->grad).subspan(j * K, K)));
+  }
+  if (a && sc && y) {
+    std::vector<HeatColumn> cols = {{"a", a->value, true}};
+    if (y != a) cols.push_back({"softmax", y->value, true});
+    cols.push_back({"e", sc->value});
+    cols.push_back({"dL/da", a->grad});
+    cols.push_back({"dL/de", sc->grad});
+    if (!dh_norms.empty()) cols.push_back({"|dL/dh|", dh_norms});
+    h += heatmap("Attention at this step, per source word", e.source, cols, false);
+    h += "<div class=\"note\">a: the weights, on a 0 to 1 scale; e: the scores; every other "
+         "column is scaled by its own largest |value|, red positive, blue negative.</div>\n";
   } else {
     h += "<div class=\"note\">No attention weights: the <code>none</code> variant's context is the "
          "encoder summary at every step.</div>\n";
   }
-  if (keys && !keys->grad.empty()) {
-    const auto S = static_cast<size_t>(keys->shape[1]), K = static_cast<size_t>(keys->shape[2]);
-    std::vector<std::string> cols;
-    std::vector<HeatRow> rows;
-    if (K <= 16) {
-      for (size_t k = 0; k < K; ++k) cols.push_back(fmt::format("k={}", k));
-      for (size_t j = 0; j < S; ++j)
-        rows.push_back({e.source[j],
-                        std::vector<double>(keys->grad.begin() + static_cast<long>(j * K),
-                                            keys->grad.begin() + static_cast<long>((j + 1) * K)),
-                        false});
-      h += heatmap("dL/dh_j: the gradient reaching the encoder states", cols, rows);
-    } else {
-      std::vector<double> norms;
-      for (size_t j = 0; j < S; ++j)
-        norms.push_back(norm(std::span<const double>(keys->grad).subspan(j * K, K)));
-      h += heatmap("|dL/dh_j| per source word (K = " + std::to_string(K) + ")", e.source,
-                   {{"|dL/dh_j|", norms, false}});
+  if (K > 0 && K <= 16) {
+    std::vector<HeatColumn> cols;
+    for (size_t k = 0; k < K; ++k) {
+      HeatColumn c{fmt::format("k={}", k), {}};
+      for (size_t j = 0; j < e.source.size(); ++j) c.values.push_back(keys->grad[j * K + k]);
+      cols.push_back(std::move(c));
     }
+    h += heatmap("dL/dh_j: the gradient reaching the encoder states (one scale)", e.source, cols,
+                 true);
   }
   h += "</div>\n";
 
   // ---- forward and backward tables
   auto table = [&](bool forward) {
     std::string t = fmt::format(
-        "<div><h2>{}</h2><table><tr><th>#</th><th>node</th>{}<th>shape</th><th>{}</th>{}</tr>\n",
+        "<div><h2>{}</h2><table "
+        "class=\"tape\">{}<tr><th>#</th><th>node</th>{}<th>shape</th><th>{}</th></tr>\n",
         forward ? "1. Forward pass, as recorded on the tape"
                 : "2. Backward pass, tape order reversed",
+        // Fixed column widths: otherwise a group's long equation widens every column it spans.
+        forward ? "<colgroup><col style=\"width:30px\"><col style=\"width:21%\"><col "
+                  "style=\"width:11%\"><col style=\"width:12%\"><col></colgroup>"
+                : "<colgroup><col style=\"width:30px\"><col style=\"width:25%\"><col "
+                  "style=\"width:11%\"><col></colgroup>",
         forward ? "<th>inputs</th>" : "",
-        forward ? "value" : "dL/d(node), and &rarr; the |share| it passes to each input", "");
+        forward ? "value" : "dL/d(node), and &rarr; the |share| it passes to each input");
     const std::string* current = nullptr;
     std::vector<std::string> explained;
     const int cols = forward ? 5 : 4;
@@ -245,15 +260,16 @@ std::string render_html(const Explanation& e, const TextOptions& o) {
         for (int32_t in : n.inputs)
           ins += in < 0 ? fmt::format("{}c", ins.empty() ? "" : " ")
                         : fmt::format("{}#{}", ins.empty() ? "" : " ", in);
-        t += fmt::format("<td class=\"v\">{}</td><td class=\"v\">{}</td><td class=\"v\">{}</td>",
-                         esc(ins), shape_text(n.shape), values_html(n.value, n.shape, o.full_max));
+        t +=
+            fmt::format("<td class=\"v i\">{}</td><td class=\"v s\">{}</td><td class=\"v\">{}</td>",
+                        esc(ins), shape_text(n.shape), values_html(n.value, n.shape, o.full_max));
       } else {
         std::string to;
         for (size_t k = 0; k < n.inputs.size(); ++k)
           if (n.inputs[k] >= 0 && n.passed[k] >= 0)
             to += fmt::format("{}#{} {}", to.empty() ? "" : ", ", n.inputs[k], num(n.passed[k]));
         if (!to.empty()) to = "<div class=\"to\">&rarr; " + to + "</div>";
-        t += fmt::format("<td class=\"v\">{}</td><td class=\"v\">{}{}</td>", shape_text(n.shape),
+        t += fmt::format("<td class=\"v s\">{}</td><td class=\"v\">{}{}</td>", shape_text(n.shape),
                          values_html(n.grad, n.shape, o.full_max), to);
       }
       t += "</tr>\n";
@@ -298,8 +314,8 @@ std::string render_html(const Explanation& e, const TextOptions& o) {
     h += fmt::format(
         "<tr><td>{}</td><td class=\"v\">{}</td><td class=\"v\">{:.6e}</td><td "
         "class=\"v\">{:.6e}</td><td class=\"v\">{:.1e}</td><td class=\"{}\">{}</td></tr>\n",
-        esc(c.tensor), c.index, c.analytic, c.numeric, c.rel_error, c.pass ? "pass" : "fail",
-        c.pass ? "PASS" : "FAIL");
+        esc(c.tensor), element_text(c.shape, c.index), c.analytic, c.numeric, c.rel_error,
+        c.pass ? "pass" : "fail", c.pass ? "PASS" : "FAIL");
   h += "</table>\n</body></html>\n";
   return h;
 }

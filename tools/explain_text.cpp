@@ -128,17 +128,6 @@ void grouped(std::string& out, const Explanation& e, const TextOptions& o,
   }
 }
 
-std::string element_text(const std::vector<int64_t>& shape, int64_t flat) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    idx[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  std::string s = "[";
-  for (size_t d = 0; d < idx.size(); ++d) s += fmt::format("{}{}", d ? "," : "", idx[d]);
-  return s + "]";
-}
-
 }  // namespace
 
 std::string render_text(const Explanation& e, const TextOptions& o) {
@@ -151,8 +140,8 @@ std::string render_text(const Explanation& e, const TextOptions& o) {
                      e.target, e.target_id);
   out += fmt::format("  loss    L = {:.6g}\n", e.loss);
 
-  constexpr const char* kFwdLead = "{:>5} {:<20} {:<11} {:<9} ";
-  const size_t fwd_lead = 5 + 1 + 20 + 1 + 11 + 1 + 9 + 1;
+  constexpr const char* kFwdLead = "{:>5} {:<20} {:<13} {:<9} ";
+  const size_t fwd_lead = 5 + 1 + 20 + 1 + 13 + 1 + 9 + 1;
   if (o.forward) {
     heading(out, fmt::format("1. FORWARD PASS as recorded on the tape, one line per node: index, "
                              "op [symbol], inputs (c: a constant), shape, value (every value up to "
@@ -163,7 +152,7 @@ std::string render_text(const Explanation& e, const TextOptions& o) {
     for (const auto& n : e.nodes) order.push_back(&n);
     grouped(out, e, o, order, [&](const ExplainNode& n) {
       std::string lead = fmt::format(fmt::runtime(kFwdLead), n.index, display(n),
-                                     inputs_text(n, 11), shape_text(n.shape));
+                                     inputs_text(n, 13), shape_text(n.shape));
       emit(out, lead,
            value_lines(n.value, n.shape, o.full_max, kWidth - std::max(lead.size(), fwd_lead)));
     });
