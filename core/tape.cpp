@@ -208,6 +208,7 @@ void Tape::clear() {
   saved_.clear();
   attrs_.clear();
   region_stack_.clear();
+  labels_.clear();
   epoch_ = next_epoch();
 }
 
@@ -221,6 +222,19 @@ void Tape::push_region(std::string_view name) {
 
 void Tape::pop_region() {
   if (!region_stack_.empty()) region_stack_.pop_back();
+}
+
+void Tape::set_label(int32_t node, std::string label) {
+  if (node < 0 || static_cast<size_t>(node) >= nodes_.size())
+    throw IndexError(
+        fmt::format("tape: cannot label node {}: the tape has {} nodes", node, nodes_.size()));
+  labels_[node] = std::move(label);
+}
+
+const std::string& Tape::label(int32_t node) const {
+  static const std::string kNone;
+  auto it = labels_.find(node);
+  return it == labels_.end() ? kNone : it->second;
 }
 
 Tape* recording_tape(std::initializer_list<const Var*> inputs) {

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/tensor.h"
@@ -148,6 +149,12 @@ class Tape {
   void pop_region();
   const std::string& region_name(uint16_t r) const { return regions_[r]; }
 
+  // ---- labels: optional names for single nodes (a parameter's path, "h_j"), for inspection.
+  // Kept in a map that stays empty unless set_label is called, so recording pays nothing for them.
+  // set_label throws IndexError for a node outside the tape; label is "" for an unlabelled node.
+  void set_label(int32_t node, std::string label);
+  const std::string& label(int32_t node) const;
+
  private:
   friend class NoGrad;
   int32_t append(const OpDef& op, Tensor value);
@@ -163,6 +170,7 @@ class Tape {
   std::vector<uint16_t> region_stack_;
   std::vector<std::pair<const void*, int32_t>> bindings_;
   std::vector<std::pair<Tensor, Tensor>> redirects_;
+  std::unordered_map<int32_t, std::string> labels_;
   int no_grad_depth_ = 0;
   uint64_t epoch_ = 0;
   bool keep_grads_ = false;

@@ -74,8 +74,9 @@ DecoderStep Decoder::step(Tape& tape, const nn::AttentionMemory& memory, Decoder
     e = embedding_.forward(tape, y_prev, Shape{b});  // (B,E)
     e = ops::dropout(e, config_.dropout, dropout_rng, training());
   }
-  auto run_cells = [&](Var x) {
+  auto run_cells = [&](std::initializer_list<Var> inputs) {
     Region region(tape, "decoder.rnn");
+    Var x = ops::concat(inputs, 1);
     for (size_t l = 0; l < cells_.size(); ++l) {
       if (l > 0) x = ops::dropout(x, config_.dropout, dropout_rng, training());
       state.layers[l] = cells_[l]->forward(tape, x, state.layers[l]);
@@ -86,11 +87,12 @@ DecoderStep Decoder::step(Tape& tape, const nn::AttentionMemory& memory, Decoder
   DecoderStep out;
   if (config_.decoder == DecoderKind::bahdanau) {
     nn::AttentionResult a = attention_->attend(tape, memory, state.layers.back().h, t);
-    Var s = run_cells(ops::concat({e, a.context}, 1));
+    Var s = run_cells({e, a.context});
     out.weights = a.weights;
+    Region region(tape, "output");
     out.features = config_.deep_output ? ops::concat({s, a.context, e}, 1) : s;
   } else {
-    Var h = run_cells(ops::concat({e, state.feed}, 1));
+    Var h = run_cells({e, state.feed});
     nn::AttentionResult a = attention_->attend(tape, memory, h, t);
     Region region(tape, "decoder.combine");
     state.feed = ops::tanh(combine_->forward(tape, ops::concat({a.context, h}, 1)));

@@ -20,5 +20,6 @@ int cmd_train(const Args& args);
 int cmd_translate(const Args& args);
 int cmd_eval(const Args& args);
 int cmd_report(const Args& args);
+int cmd_explain(const Args& args);
 
 }  // namespace tapestry::cli

@@ -26,6 +26,8 @@ constexpr Command kCommands[] = {
     {"gradcheck", tapestry::cli::cmd_gradcheck,
      "check every op's gradient against finite differences (float64)"},
     {"report", tapestry::cli::cmd_report, "an HTML page about a run: curves, attention, BLEU"},
+    {"explain", tapestry::cli::cmd_explain,
+     "backprop through attention for one decoder step, value by value, checked"},
     {"bleu", tapestry::cli::cmd_bleu, "corpus BLEU of a hypothesis file, as sacreBLEU computes it"},
 };
 

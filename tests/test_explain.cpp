@@ -1,0 +1,399 @@
+// tapestry explain, run as a program: its finite-difference check for every variant, its JSON
+// gradients against an ordinary training backward pass, DOT through Graphviz, text layout, HTML
+// self-containment, a trained (saved) model, and the errors for bad flags.
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "models/saved_model.h"
+#include "models/seq2seq.h"
+
+using namespace tapestry;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int status;
+  std::string output;  // stdout and stderr together
+};
+
+Run run_shell(const std::string& cmd) {
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t got;
+  while ((got = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), got);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+Run explain(const std::string& args) {
+  return run_shell(fmt::format("'{}/tapestry' explain {}", TAPESTRY_BINARY_DIR, args));
+}
+
+// A fresh directory for this process's files, removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / fmt::format("tapestry_explain_{}", getpid());
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+json explain_json(const TempDir& dir, const std::string& args) {
+  const std::string out = dir.file("explain.json");
+  Run r = explain(fmt::format("{} --format json --out '{}'", args, out));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  return json::parse(slurp(out));
+}
+
+const char* kVariants[] = {"none",       "bahdanau", "dot",     "general", "concat",
+                           "scaled-dot", "cosine",   "local-m", "local-p"};
+
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("explain: the finite-difference check passes for every variant, decoder and cell",
+          "[explain]") {
+  TempDir dir;
+  for (const char* attention : kVariants)
+    for (const char* decoder : {"bahdanau", "luong"})
+      for (const char* cell : {"gru", "lstm"}) {
+        const std::string args =
+            fmt::format("--attention {} --decoder {} --cell {}", attention, decoder, cell);
+        INFO(args);
+        json j = explain_json(dir, args);
+        // What must be checked: every element of every attention parameter, and of the encoder
+        // states (of the summary for `none`, whose context it is).
+        std::map<std::string, int64_t> expected;
+        for (auto& [name, p] : j["parameters"].items())
+          if (p["attention"].get<bool>()) expected[name] = static_cast<int64_t>(p["value"].size());
+        const std::string a = attention;
+        const bool none = a == "none";
+        CHECK(expected.empty() == (none || a == "dot" || a == "scaled-dot"));  // no parameters
+        const int32_t h = j["focus"][none ? "summary" : "keys"].get<int32_t>();
+        expected[none ? "encoder summary" : "h (encoder states)"] =
+            static_cast<int64_t>(j["nodes"][h]["value"].size());
+        std::map<std::string, int64_t> checked;
+        std::map<std::string, double> scale;  // the tensor's largest |gradient|
+        for (const auto& c : j["check"]) {
+          const std::string t = c["parameter"];
+          ++checked[t];
+          scale[t] = std::max({scale[t], std::abs(c["analytic"].get<double>()),
+                               std::abs(c["numeric"].get<double>())});
+        }
+        CHECK(checked == expected);
+        for (const auto& c : j["check"]) {
+          // The verdict follows from the two numbers printed beside it.
+          const double a = c["analytic"], n = c["numeric"];
+          const double s = scale[c["parameter"].get<std::string>()];
+          const double rel = s > 0 ? std::abs(a - n) / s : std::abs(a - n);
+          CHECK(std::abs(rel - c["rel_error"].get<double>()) <= 1e-12 * rel);
+          CHECK(rel < 1e-6);
+          CHECK(c["pass"].get<bool>());
+        }
+        // Every link of the chain that was recomputed by hand agrees with the tape.
+        for (const auto& link : j["chain"]) {
+          auto tape = link["tape"].get<std::vector<double>>();
+          auto hand = link["by_hand"].get<std::vector<double>>();
+          if (tape.empty() || hand.empty()) continue;
+          INFO(link["formula"].get<std::string>());
+          CHECK(max_abs_diff(tape, hand) < 1e-12);
+        }
+      }
+}
+
+TEST_CASE("explain: JSON gradients equal those of an ordinary training backward pass",
+          "[explain]") {
+  // The reference is Seq2Seq::loss on a one-token target batch: the training path (it stacks the
+  // step's features and runs the output layer on (B,T,F)), with none of explain's machinery
+  // (kept gradients, labels, the re-run of each backward to measure what it passes on).
+  TempDir dir;
+  for (const char* attention : kVariants)
+    for (const char* decoder : {"bahdanau", "luong"}) {
+      const std::string args =
+          fmt::format("--attention {} --decoder {} --cell {}", attention, decoder,
+                      std::string(attention) == "dot" ? "lstm" : "gru");
+      INFO(args);
+      json j = explain_json(dir, args);
+      models::Seq2SeqConfig config = models::Seq2SeqConfig::from_json(j["config"].dump());
+      models::Seq2Seq model(config, DType::f64);
+      models::Vocab src = models::Vocab::from_json(j["src_vocab"].dump());
+      models::Batch batch;
+      batch.size = 1;
+      for (const auto& w : j["source"]) batch.src.push_back(src.id(w.get<std::string>()));
+      batch.src_len = static_cast<int64_t>(batch.src.size());
+      batch.src_lengths = {batch.src_len};
+      batch.tgt_len = 1;
+      batch.tgt_in = {models::Vocab::kBos};
+      batch.tgt_out = {j["target_id"].get<int32_t>()};
+      batch.tgt_lengths = {1};
+      Tape tape;
+      Var loss = model.loss(tape, batch);
+      tape.backward(loss);
+      CHECK(std::abs(loss.value().item() - j["loss"].get<double>()) < 1e-12);
+      auto named = model.named_parameters();
+      REQUIRE(named.size() == j["parameters"].size());
+      for (const auto& [name, p] : named) {
+        INFO(name);
+        const json& jp = j["parameters"].at(name);
+        CHECK(max_abs_diff(p->value.to_vector(), jp["value"].get<std::vector<double>>()) == 0);
+        CHECK(max_abs_diff(p->grad.to_vector(), jp["grad"].get<std::vector<double>>()) < 1e-12);
+        // The parameter's leaf on the tape shows the same gradient.
+        const int32_t node = jp["node"].get<int32_t>();
+        if (node >= 0)
+          CHECK(max_abs_diff(p->grad.to_vector(),
+                             j["nodes"][node]["grad"].get<std::vector<double>>()) < 1e-12);
+      }
+    }
+}
+
+TEST_CASE("explain: each node passes on exactly the gradient its inputs receive", "[explain]") {
+  // For an input read by one node only, the share that node passes must be the input's whole
+  // gradient; for an input read by several, the shares' norms bound its gradient's norm (the
+  // triangle inequality).
+  TempDir dir;
+  for (const char* args : {"", "--attention cosine --decoder luong --cell lstm",
+                           "--attention local-p --bidirectional"}) {
+    INFO(args);
+    json j = explain_json(dir, args);
+    const auto& nodes = j["nodes"];
+    std::vector<std::vector<double>> shares(nodes.size());
+    for (const auto& n : nodes) {
+      std::vector<int32_t> seen;
+      for (size_t k = 0; k < n["inputs"].size(); ++k) {
+        const int32_t in = n["inputs"][k];
+        if (in < 0 || std::find(seen.begin(), seen.end(), in) != seen.end()) continue;
+        seen.push_back(in);
+        const double passed = n["passed"][k];
+        if (passed >= 0) shares[static_cast<size_t>(in)].push_back(passed);
+      }
+    }
+    int single = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i]["grad"].is_null() || shares[i].empty()) continue;
+      double g = 0, total = 0;
+      for (double x : nodes[i]["grad"].get<std::vector<double>>()) g += x * x;
+      g = std::sqrt(g);
+      for (double s : shares[i]) total += s;
+      if (shares[i].size() == 1) {
+        ++single;
+        CHECK(std::abs(shares[i][0] - g) <= 1e-12 * std::max(1.0, g));
+      } else {
+        CHECK(g <= total * (1 + 1e-12));
+      }
+    }
+    CHECK(single > 50);
+  }
+}
+
+TEST_CASE("explain: DOT output renders with Graphviz", "[explain]") {
+  TempDir dir;
+  const std::string dot = dir.file("tape.dot"), svg = dir.file("tape.svg");
+  Run r = explain(fmt::format("--attention concat --decoder luong --format dot --out '{}'", dot));
+  REQUIRE(r.status == 0);
+  json j = explain_json(dir, "--attention concat --decoder luong");
+  // One node statement per tape node, one cluster per region.
+  const std::string text = slurp(dot);
+  size_t nodes = 0, clusters = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("    n", 0) == 0 && line.find("[label=") != std::string::npos) ++nodes;
+    if (line.find("subgraph cluster_") != std::string::npos) ++clusters;
+  }
+  CHECK(nodes == j["nodes"].size());
+  CHECK(clusters >= 9);  // encoder, attention.keys, .scores, .softmax, .context, decoder, ...
+  if (run_shell("command -v dot").status != 0) {
+    WARN("Graphviz's dot is not installed: the DOT output was not rendered");
+    return;
+  }
+  Run rendered = run_shell(fmt::format("dot -Tsvg '{}' -o '{}'", dot, svg));
+  INFO(rendered.output);
+  REQUIRE(rendered.status == 0);
+  const std::string out = slurp(svg);
+  CHECK(out.find("<svg") != std::string::npos);
+  CHECK(out.find("attention.scores") != std::string::npos);
+}
+
+TEST_CASE("explain: the text output has every group and fits in 100 columns", "[explain]") {
+  for (const char* attention : kVariants)
+    for (const char* extra : {"--decoder bahdanau", "--decoder luong --cell lstm",
+                              "--bidirectional --layers 2 --no-deep-output"}) {
+      const bool bidi = std::string(extra).find("bidirectional") != std::string::npos;
+      const std::string a = attention;
+      if (bidi && (a == "dot" || a == "scaled-dot" || a == "cosine")) continue;  // need K = H
+      const std::string args = fmt::format("--attention {} {}", attention, extra);
+      INFO(args);
+      Run r = explain(args);
+      REQUIRE(r.status == 0);
+      std::istringstream lines(r.output);
+      size_t longest = 0;
+      for (std::string line; std::getline(lines, line);) longest = std::max(longest, line.size());
+      CHECK(longest <= 100);
+      for (const char* header :
+           {"1. FORWARD PASS", "2. BACKWARD PASS", "3. FINITE-DIFFERENCE", "-- encoder ",
+            "-- decoder ", "-- decoder.embedding ", "-- decoder.rnn ", "-- output ", "-- loss "})
+        CHECK(r.output.find(header) != std::string::npos);
+      CHECK(r.output.find("-- (no region)") == std::string::npos);
+      if (a != "none")
+        for (const char* header :
+             {"-- attention.scores ", "-- attention.softmax ", "-- attention.context "})
+          CHECK(r.output.find(header) != std::string::npos);
+      if (a == "bahdanau") {
+        CHECK(r.output.find("e_j = v . tanh(W s + b + U h_j)") != std::string::npos);
+        CHECK(r.output.find("-- attention.keys ") != std::string::npos);
+      }
+      if (a != "none") CHECK(r.output.find("c = sum_j a_j h_j") != std::string::npos);
+      CHECK(r.output.find("L = -log softmax(z)[y*]") != std::string::npos);
+      CHECK(r.output.find("FAIL") == std::string::npos);
+    }
+}
+
+TEST_CASE("explain: --groups keeps only the chosen groups", "[explain]") {
+  Run r = explain("--groups attention,loss");
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("-- attention.scores ") != std::string::npos);
+  CHECK(r.output.find("-- loss ") != std::string::npos);
+  CHECK(r.output.find("-- encoder ") == std::string::npos);
+  CHECK(r.output.find("-- decoder.rnn ") == std::string::npos);
+}
+
+TEST_CASE("explain: the HTML page is self-contained", "[explain]") {
+  TempDir dir;
+  const std::string path = dir.file("explain.html");
+  Run r = explain(fmt::format("--format html --out '{}'", path));
+  REQUIRE(r.status == 0);
+  const std::string html = slurp(path);
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(html.find("</html>") != std::string::npos);
+  // Nothing to fetch: no scripts, stylesheets, images or frames by reference; the only URL is
+  // the SVG namespace, which browsers never load.
+  for (const char* ref : {"<script", "<link", "<img", "<iframe", "src=", "@import", "url("})
+    CHECK(html.find(ref) == std::string::npos);
+  std::string rest = html;
+  for (size_t at; (at = rest.find("http")) != std::string::npos; rest = rest.substr(at + 4))
+    CHECK(rest.compare(at, 26, "http://www.w3.org/2000/svg") == 0);
+  // The heatmaps and both tables.
+  CHECK(html.find("<svg") != std::string::npos);
+  CHECK(html.find("Attention at this step") != std::string::npos);
+  CHECK(html.find("dL/da") != std::string::npos);
+  CHECK(html.find("dL/de") != std::string::npos);
+  CHECK(html.find("1. Forward pass") != std::string::npos);
+  CHECK(html.find("2. Backward pass") != std::string::npos);
+  CHECK(html.find("FAIL") == std::string::npos);
+}
+
+TEST_CASE("explain: a saved float32 model is explained in float64", "[explain]") {
+  TempDir dir;
+  models::Seq2SeqConfig c;
+  models::Vocab src, tgt;
+  for (const char* w : {"the", "black", "cat", "dog"}) src.add(w);
+  for (const char* w : {"le", "chat", "noir", "chien"}) tgt.add(w);
+  c.src_vocab = src.size();
+  c.tgt_vocab = tgt.size();
+  c.emb = 5;
+  c.hidden = 6;
+  c.attention = nn::AttentionKind::general;
+  c.decoder = models::DecoderKind::luong;
+  models::Seq2Seq model(c);  // float32, as training saves it
+  const std::string path = dir.file("model.safetensors");
+  models::save_model(path, model, src, tgt, models::Preprocess{});
+
+  json j =
+      explain_json(dir, fmt::format("--model '{}' --source 'the grey cat'", dir.path.string()));
+  // An unknown word becomes <unk>; with no --target the loss scores the model's own prediction.
+  CHECK(j["source"] == json({"the", "<unk>", "cat"}));
+  const auto z =
+      j["nodes"][j["focus"]["logits"].get<int32_t>()]["value"].get<std::vector<double>>();
+  const auto best = std::max_element(z.begin(), z.end()) - z.begin();
+  CHECK(j["target"] == j["tgt_vocab"][best]);
+  // The first 8 elements of each checked tensor, all passing; the values are the float32 ones.
+  std::map<std::string, int> per_tensor;
+  for (const auto& ch : j["check"]) {
+    ++per_tensor[ch["parameter"].get<std::string>()];
+    CHECK(ch["pass"].get<bool>());
+  }
+  CHECK(per_tensor ==
+        std::map<std::string, int>{{"decoder.attention.W", 8}, {"h (encoder states)", 8}});
+  auto named = model.named_parameters();
+  for (const auto& [name, p] : named)
+    CHECK(max_abs_diff(p->value.to(DType::f64).to_vector(),
+                       j["parameters"][name]["value"].get<std::vector<double>>()) == 0);
+
+  Run bad = explain(fmt::format("--model '{}' --source 'the cat' --target chats", path));
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.output, Catch::Contains("'chats' is not in the target vocabulary") &&
+                             Catch::Contains("le chat noir chien"));
+  Run tiny_flag = explain(fmt::format("--model '{}' --source 'the cat' --hidden 8", path));
+  CHECK(tiny_flag.status == 2);
+  CHECK_THAT(tiny_flag.output, Catch::Contains("--hidden describes the tiny model"));
+  Run no_source = explain(fmt::format("--model '{}'", path));
+  CHECK(no_source.status == 2);
+  CHECK_THAT(no_source.output, Catch::Contains("--model needs --source"));
+}
+
+TEST_CASE("explain: bad flags say what is valid", "[explain]") {
+  Run attention = explain("--attention foo");
+  CHECK(attention.status == 2);
+  CHECK_THAT(attention.output, Catch::Contains("'foo' is not a valid value") &&
+                                   Catch::Contains("bahdanau") && Catch::Contains("local-p") &&
+                                   Catch::Contains("scaled-dot"));
+  Run target = explain("--target chien");
+  CHECK(target.status == 2);
+  CHECK_THAT(target.output, Catch::Contains("'chien' is not in the target vocabulary") &&
+                                Catch::Contains("le chat noir"));
+  Run source = explain("--source 'hello world'");
+  CHECK(source.status == 2);
+  CHECK_THAT(source.output, Catch::Contains("not a sentence of the grammar task") &&
+                                Catch::Contains("--reference"));
+  Run groups = explain("--groups attn");
+  CHECK(groups.status == 2);
+  CHECK_THAT(groups.output, Catch::Contains("no region starts with 'attn'") &&
+                                Catch::Contains("attention.scores"));
+  Run dot_bidi = explain("--attention dot --bidirectional");
+  CHECK(dot_bidi.status != 0);
+  CHECK_THAT(dot_bidi.output, Catch::Contains("must be the same size"));
+  Run format = explain("--format pdf");
+  CHECK(format.status == 2);
+  CHECK_THAT(format.output, Catch::Contains("text|json|dot|html") || Catch::Contains("text, json"));
+}
+
+TEST_CASE("explain: a sentence outside the grammar works with its reference", "[explain]") {
+  TempDir dir;
+  json j = explain_json(dir,
+                        "--source 'hello big world' --reference 'bonjour grand monde' "
+                        "--target monde");
+  CHECK(j["source"] == json({"hello", "big", "world"}));
+  CHECK(j["target"] == "monde");
+  CHECK(j["tgt_vocab"] == json({"<pad>", "<bos>", "<eos>", "<unk>", "bonjour", "grand", "monde"}));
+}

@@ -1,0 +1,191 @@
+// tapestry explain: backprop through attention, value by value, for one decoder step of a tiny
+// fresh model or a trained one, checked against finite differences.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "models/tasks.h"
+#include "tools/cli.h"
+#include "tools/explain.h"
+#include "tools/flags.h"
+
+namespace tapestry::cli {
+
+namespace {
+
+constexpr const char* kAbout =
+    "Runs one decoder step of an attention model on a tape that keeps every gradient and prints,\n"
+    "in order: (1) the forward pass as recorded, one line per node (index, op, inputs, shape,\n"
+    "values), grouped under the step each belongs to (encoder, scores, softmax, context, decoder,\n"
+    "output, loss) with that step's equation; (2) the backward pass in reverse tape order: the\n"
+    "gradient reaching each node and the share it passes to each input, down to the attention's\n"
+    "parameters and the encoder states, then the chain through attention recomputed by hand;\n"
+    "(3) a check of every attention parameter and of the encoder states: the tape's gradient\n"
+    "beside a fourth-order central difference and their relative error.\n\n"
+    "By default the model is tiny and freshly initialised (hidden 4, embeddings 3, float64), its\n"
+    "vocabularies the words of --source and --reference; --model explains a trained model instead\n"
+    "(widened to float64). The step is t = 0: the decoder starts from the encoder, is fed <bos>\n"
+    "and the loss is L = -log p(target).\n\n"
+    "Exits with status 1 if any finite-difference check fails.\n\n"
+    "examples:\n"
+    "  tapestry explain\n"
+    "  tapestry explain --attention general --decoder luong --cell lstm --groups attention,loss\n"
+    "  tapestry explain --format html --out explain.html\n"
+    "  tapestry explain --format dot | dot -Tsvg > tape.svg\n"
+    "  tapestry explain --model runs/grammar --source \"the old dog sees a cat\"";
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_explain(const Args& args) {
+  std::string model_path, attention = "bahdanau", decoder = "bahdanau", cell = "gru";
+  int64_t hidden = 4, emb = 3, attn_size = 0, window = 1, layers = 1, seed = 1;
+  bool bidirectional = false, deep_output = true;
+  std::string source, reference, target, format = "text", out, groups;
+  int64_t full = 16, check_max = -1;
+  double eps = 1e-3;
+
+  Flags f("tapestry explain [options]", kAbout);
+  f.section("model");
+  f.add("model", &model_path, "a trained model: a run directory or a .safetensors file");
+  std::vector<std::string> kinds;
+  for (auto k : nn::all_attention_kinds()) kinds.push_back(nn::attention_name(k));
+  f.add("attention", &attention, "tiny model: attention variant", kinds);
+  f.add("decoder", &decoder, "tiny model: decoder style", {"bahdanau", "luong"});
+  f.add("cell", &cell, "tiny model: recurrent cell", {"rnn", "gru", "lstm"});
+  f.add("hidden", &hidden, "tiny model: hidden size H", 1, 64);
+  f.add("emb", &emb, "tiny model: embedding size", 1, 64);
+  f.add("attn-size", &attn_size, "tiny model: additive attention's hidden size (0: H)", 0, 64);
+  f.add("window", &window, "tiny model: local attention's half width D", 1, 100);
+  f.add("layers", &layers, "tiny model: encoder and decoder layers", 1, 4);
+  f.add_switch("bidirectional", &bidirectional,
+               "tiny model: bidirectional encoder (K = 2H; not for dot, scaled-dot, cosine)");
+  f.add_switch("deep-output", &deep_output,
+               "tiny model, Bahdanau decoder: the output layer reads [s; c; E y] (else s)");
+  f.add("seed", &seed, "tiny model: initialisation seed", 0, 1 << 30);
+  f.section("input");
+  f.add("source", &source,
+        "the source sentence [tiny model: 'the black cat'; required with --model]");
+  f.add("reference", &reference,
+        "tiny model: the target sentence, whose words make the target vocabulary [the grammar "
+        "task's translation of the source]");
+  f.add("target", &target,
+        "the target word y* of the loss [the reference's first word; with --model, the model's "
+        "own prediction]");
+  f.section("output");
+  f.add("format", &format, "what to print", {"text", "json", "dot", "html"});
+  f.add("out", &out, "write to this file instead of standard output");
+  f.add("full", &full, "tensors of at most this many elements print every value (text, html)", 1,
+        100000);
+  f.add("groups", &groups,
+        "text and html: only these groups, comma-separated region prefixes (e.g. "
+        "attention,output,loss)");
+  f.add("check-max", &check_max,
+        "elements checked per tensor (-1: all for the tiny model, 8 with --model; 0: all)", -1,
+        1 << 30);
+  f.add("eps", &eps, "finite-difference step", 1e-8, 1e-1);
+  if (!f.parse(args)) return 0;
+
+  ExplainModel m;
+  if (!model_path.empty()) {
+    for (const char* tiny : {"attention", "decoder", "cell", "hidden", "emb", "attn-size", "window",
+                             "layers", "bidirectional", "deep-output", "seed", "reference"})
+      if (f.given(tiny))
+        throw UsageError{fmt::format(
+            "--{} describes the tiny model; a trained model (--model) brings its own", tiny)};
+    if (source.empty()) throw UsageError{"--model needs --source, the sentence to explain"};
+    m = trained_model(model_path, source);
+    if (check_max < 0) check_max = 8;
+  } else {
+    models::Seq2SeqConfig c;
+    c.attention = nn::parse_attention(attention);
+    c.decoder = models::parse_decoder(decoder);
+    c.cell = nn::parse_cell(cell);
+    c.hidden = hidden;
+    c.emb = emb;
+    c.attn_size = attn_size;
+    c.window = window;
+    c.layers = static_cast<int>(layers);
+    c.bidirectional = bidirectional;
+    c.deep_output = deep_output;
+    c.seed = static_cast<uint64_t>(seed);
+    if (source.empty()) source = "the black cat";
+    std::vector<std::string> src = models::split_words(source), ref;
+    if (!reference.empty()) {
+      ref = models::split_words(reference);
+    } else {
+      try {
+        ref = models::translate_grammar(src).tgt;
+      } catch (const ValueError& e) {
+        throw UsageError{fmt::format(
+            "--source '{}' is not a sentence of the grammar task ({}); give its translation with "
+            "--reference",
+            source, e.what())};
+      }
+    }
+    m = tiny_model(c, src, ref);
+    if (check_max < 0) check_max = 0;
+  }
+  CheckOptions check;
+  check.eps = eps;
+  check.max_elements = check_max;
+  Explanation e;
+  try {
+    e = explain_step(m, target, check);
+  } catch (const ValueError& err) {  // a target outside the vocabulary: the user's to fix
+    std::string what = err.what();
+    if (what.rfind("explain: ", 0) == 0) what = what.substr(9);
+    throw UsageError{what};
+  }
+
+  TextOptions o;
+  o.full_max = full;
+  o.groups = split_list(groups);
+  for (const auto& g : o.groups) {
+    std::vector<std::string> regions;
+    bool found = false;
+    for (const auto& n : e.nodes) {
+      found = found || in_groups(n.region, std::span<const std::string>(&g, 1));
+      if (!n.region.empty() && std::find(regions.begin(), regions.end(), n.region) == regions.end())
+        regions.push_back(n.region);
+    }
+    if (!found) {
+      std::string valid;
+      for (const auto& r : regions) valid += (valid.empty() ? "" : ", ") + r;
+      throw UsageError{fmt::format("--groups: no region starts with '{}' (regions: {})", g, valid)};
+    }
+  }
+  std::string text;
+  if (format == "text") text = render_text(e, o);
+  if (format == "json") text = render_json(e);
+  if (format == "dot") text = render_dot(e);
+  if (format == "html") text = render_html(e, o);
+  if (out.empty()) {
+    fmt::print("{}", text);
+  } else {
+    std::ofstream file(out, std::ios::binary);
+    file << text;
+    if (!file) throw Error(fmt::format("explain: cannot write '{}'", out));
+  }
+  int failed = 0;
+  for (const auto& c : e.checks) failed += c.pass ? 0 : 1;
+  if (failed)
+    fmt::print(stderr, "explain: {} of {} finite-difference checks failed\n", failed,
+               e.checks.size());
+  return failed ? 1 : 0;
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,520 @@
+// Explain: builds or loads the model, records one decoder step, gathers the tape after backward
+// and checks the attention's gradients against fourth-order central differences.
+#include "tools/explain.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+
+#include "models/saved_model.h"
+#include "ops/ops.h"
+
+namespace tapestry::cli {
+
+using models::Seq2Seq;
+using models::Seq2SeqConfig;
+using models::Vocab;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The step
+
+struct StepVars {
+  Var query, weights, features, logits, loss;
+};
+
+// Decoder start, one step fed <bos> at t = 0, the output layer and the loss; the same code runs
+// the recorded pass and every finite-difference evaluation.
+StepVars run_step(Tape& tape, Seq2Seq& model, const nn::AttentionMemory& memory, int32_t target) {
+  models::Decoder& dec = model.decoder();
+  models::DecoderState state = dec.start(tape, memory.summary);
+  StepVars v;
+  const bool bahdanau = model.config().decoder == models::DecoderKind::bahdanau;
+  if (bahdanau) v.query = state.layers.back().h;  // attends with s_{t-1}
+  const int32_t previous = Vocab::kBos;
+  models::DecoderStep st =
+      dec.step(tape, memory, state, std::span<const int32_t>(&previous, 1), 0, model.rng());
+  if (!bahdanau) v.query = state.layers.back().h;  // attends with the new h_t
+  v.weights = st.weights;
+  v.features = st.features;
+  v.logits = dec.logits(tape, st.features, model.rng());
+  Region region(tape, "loss");
+  v.loss = ops::cross_entropy(v.logits, std::span<const int32_t>(&target, 1), Vocab::kPad);
+  return v;
+}
+
+// What node i's backward adds to each input's gradient: its backward runs once more (the tape
+// kept every gradient), the difference is taken, and every gradient is put back as it was.
+std::vector<double> passed_norms(Tape& tape, int32_t i) {
+  const Node& n = tape.node(static_cast<size_t>(i));
+  auto ins = tape.inputs(n);
+  std::vector<double> out(ins.size(), -1.0);
+  if (!n.op->backward || !n.grad.defined()) return out;
+  std::vector<size_t> first(ins.size());
+  std::vector<Tensor> before(ins.size());
+  for (size_t k = 0; k < ins.size(); ++k) {
+    first[k] = k;
+    for (size_t j = 0; j < k; ++j)
+      if (ins[j] == ins[k]) first[k] = std::min(first[k], j);
+    if (ins[k] >= 0 && first[k] == k) before[k] = tape.input_grad(n, static_cast<int>(k))->clone();
+  }
+  n.op->backward(tape, n);
+  for (size_t k = 0; k < ins.size(); ++k) {
+    if (ins[k] < 0 || first[k] != k) continue;
+    Tensor* g = tape.input_grad(n, static_cast<int>(k));
+    double s = 0;
+    for (int64_t e = 0; e < g->numel(); ++e) {
+      const double d = g->at(e) - before[k].at(e);
+      s += d * d;
+    }
+    out[k] = std::sqrt(s);
+    g->copy_from(before[k]);
+  }
+  for (size_t k = 0; k < ins.size(); ++k)
+    if (ins[k] >= 0) out[k] = out[first[k]];
+  return out;
+}
+
+std::vector<int64_t> dims(const Shape& s) {
+  std::vector<int64_t> d;
+  for (int i = 0; i < s.ndim(); ++i) d.push_back(s.dim(i));
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The equations of each group, written for this configuration
+
+std::string upper(const char* s) {
+  std::string u(s);
+  for (char& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return u;
+}
+
+std::string cell_equation(nn::CellKind kind) {
+  switch (kind) {
+    case nn::CellKind::gru:
+      return "GRU(x, h): r = sig(W_ir x + b_ir + W_hr h + b_hr), z = sig(W_iz x + b_iz + W_hz h + "
+             "b_hz), n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) n + z h";
+    case nn::CellKind::lstm:
+      return "LSTM(x, h, c): g = W_ih x + b_ih + W_hh h + b_hh; i, f, o = sig(g_i, g_f, g_o), "
+             "u = tanh(g_g), c' = f c + i u, h' = o tanh(c')";
+    case nn::CellKind::rnn:
+      return "RNN(x, h): h' = tanh(W_ih x + b_ih + W_hh h + b_hh)";
+  }
+  return "";
+}
+
+std::map<std::string, std::string> group_equations(const Seq2SeqConfig& c, int64_t src_len) {
+  using nn::AttentionKind;
+  const std::string cell = upper(nn::cell_name(c.cell));
+  const bool bahdanau = c.decoder == models::DecoderKind::bahdanau;
+  std::map<std::string, std::string> eq;
+  eq["encoder"] =
+      (c.bidirectional
+           ? fmt::format("h_j = [{0}_fwd(E_x x_j, h_(j-1)); {0}_bwd(E_x x_j, h_(j+1))], "
+                         "j = 1..S; the summary joins both directions' final states",
+                         cell)
+           : fmt::format("h_j = {}(E_x x_j, h_(j-1)), j = 1..S; the summary is h_S", cell)) +
+      (c.layers > 1 ? fmt::format(" ({} layers)", c.layers) : "") + ".  " + cell_equation(c.cell);
+  switch (c.attention) {
+    case AttentionKind::bahdanau:
+      eq["attention.keys"] =
+          "U h_j for every j, computed once per sentence and reused at every step";
+      break;
+    case AttentionKind::concat:
+      eq["attention.keys"] =
+          "W_h h_j for every j (the columns of W that multiply h_j), once per sentence";
+      break;
+    case AttentionKind::cosine:
+      eq["attention.keys"] = "|h_j| = sqrt(h_j . h_j + 1e-8) for every j, once per sentence";
+      break;
+    default:
+      break;
+  }
+  eq["decoder"] = std::string("s_0 = tanh(W_b summary + b_b)  (the bridge)") +
+                  (c.cell == nn::CellKind::lstm ? ", c_0 = 0" : "") +
+                  (bahdanau ? "" : ", h~_0 = 0");
+  eq["decoder.embedding"] = "E_y y_(t-1), with y_0 = <bos>";
+  const std::string query = bahdanau ? "the query s is s_(t-1), the state before this step"
+                                     : "the query s is h_t, this step's new state";
+  std::string scores;
+  switch (c.attention) {
+    case AttentionKind::none:
+      break;
+    case AttentionKind::bahdanau:
+      scores = "e_j = v . tanh(W s + b + U h_j)";
+      break;
+    case AttentionKind::dot:
+      scores = "e_j = s . h_j";
+      break;
+    case AttentionKind::general:
+      scores = "e_j = s^T W h_j = (s W) . h_j";
+      break;
+    case AttentionKind::concat:
+      scores = "e_j = v . tanh(W [s; h_j]) = v . tanh(W_s s + W_h h_j)";
+      break;
+    case AttentionKind::scaled_dot:
+      scores = fmt::format("e_j = s . h_j / sqrt(K), K = {}", c.key_size());
+      break;
+    case AttentionKind::cosine:
+      scores = "e_j = beta (s . h_j) / (|s| |h_j|)";
+      break;
+    case AttentionKind::local_m:
+      scores = fmt::format("e_j = s^T W h_j; the window's centre p_t = min(t, S - 1) = {}",
+                           std::min<int64_t>(0, src_len - 1));
+      break;
+    case AttentionKind::local_p:
+      scores = "e_j = s^T W h_j; the window's centre p_t = (S - 1) sigmoid(v_p . tanh(W_p s))";
+      break;
+  }
+  if (!scores.empty()) eq["attention.scores"] = scores + "  (" + query + ")";
+  const bool local = c.attention == AttentionKind::local_m || c.attention == AttentionKind::local_p;
+  eq["attention.softmax"] =
+      local ? fmt::format(
+                  "a_j = softmax(e over |j - p_t| <= D)_j * exp(-(j - p_t)^2 / (2 (D/2)^2)), "
+                  "D = {}",
+                  c.window)
+            : "a_j = exp(e_j) / sum_k exp(e_k), over the real source positions";
+  eq["attention.context"] = "c = sum_j a_j h_j";
+  if (bahdanau) {
+    eq["decoder.rnn"] = fmt::format("s_t = {}([E_y y_(t-1); c_t], s_(t-1))", cell);
+    eq["output"] = c.deep_output ? "z = W_o [s_t; c_t; E_y y_(t-1)] + b_o" : "z = W_o s_t + b_o";
+  } else {
+    eq["decoder.rnn"] = fmt::format("h_t = {}([E_y y_(t-1); h~_(t-1)], h_(t-1))", cell);
+    eq["decoder.combine"] = "h~_t = tanh(W_c [c_t; h_t])";
+    eq["output"] = "z = W_o h~_t + b_o";
+  }
+  if (c.attention == AttentionKind::none)
+    eq["decoder.rnn"] += "; without attention c_t is the encoder summary at every step";
+  eq["loss"] = "L = -log softmax(z)[y*] = logsumexp(z) - z[y*]";
+  return eq;
+}
+
+std::string vocab_list(const Vocab& v) {
+  std::string s;
+  const auto& toks = v.tokens();
+  const size_t show = std::min<size_t>(toks.size(), 40);
+  for (size_t i = 0; i < show; ++i) s += (i ? " " : "") + toks[i];
+  if (show < toks.size()) s += fmt::format(" ... ({} in all)", toks.size());
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The finite-difference check
+
+struct Checked {
+  std::string name;
+  Tensor* value;
+  std::vector<double> analytic;
+};
+
+void check_tensor(const Checked& t, const std::function<double()>& loss, const CheckOptions& o,
+                  std::vector<ExplainCheck>& out) {
+  const int64_t n =
+      o.max_elements > 0 ? std::min(o.max_elements, t.value->numel()) : t.value->numel();
+  std::vector<ExplainCheck> rows;
+  double scale = 0;  // the tensor's largest |gradient|, over every element, checked or not
+  for (double g : t.analytic) scale = std::max(scale, std::abs(g));
+  for (int64_t i = 0; i < n; ++i) {
+    const double x0 = t.value->at(i);
+    auto at = [&](double x) {
+      t.value->set(i, x);
+      return loss();
+    };
+    const double h = o.eps;
+    // Fourth-order central difference (as core/gradcheck.h uses for whole models): its O(h^4)
+    // truncation error lets h be large enough that the rounding error of L stays negligible.
+    const double numeric =
+        (8 * (at(x0 + h) - at(x0 - h)) - (at(x0 + 2 * h) - at(x0 - 2 * h))) / (12 * h);
+    t.value->set(i, x0);
+    ExplainCheck c;
+    c.tensor = t.name;
+    c.shape = dims(t.value->shape());
+    c.index = i;
+    c.analytic = t.analytic[static_cast<size_t>(i)];
+    c.numeric = numeric;
+    scale = std::max({scale, std::abs(c.analytic), std::abs(c.numeric)});
+    rows.push_back(c);
+  }
+  for (auto& c : rows) {
+    const double diff = std::abs(c.analytic - c.numeric);
+    c.rel_error = scale > 0 ? diff / scale : diff;
+    c.pass = std::isfinite(c.rel_error) && c.rel_error < o.tolerance;
+    out.push_back(c);
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+ExplainModel tiny_model(const Seq2SeqConfig& shape, std::vector<std::string> source,
+                        std::vector<std::string> reference) {
+  if (source.empty()) throw ValueError("explain: the source sentence has no words");
+  if (reference.empty()) throw ValueError("explain: the reference translation has no words");
+  ExplainModel m;
+  for (const auto& w : source) m.src.add(w);
+  for (const auto& w : reference) m.tgt.add(w);
+  Seq2SeqConfig c = shape;
+  c.src_vocab = m.src.size();
+  c.tgt_vocab = m.tgt.size();
+  c.dropout = 0;
+  m.model = std::make_unique<Seq2Seq>(c, DType::f64);
+  m.model->eval();
+  m.source = std::move(source);
+  m.reference = std::move(reference);
+  return m;
+}
+
+ExplainModel trained_model(const std::string& path, const std::string& source) {
+  namespace fs = std::filesystem;
+  const std::string file = fs::is_directory(path) ? path + "/model.safetensors" : path;
+  models::SavedModel saved = models::load_model(file);
+  ExplainModel m;
+  Seq2SeqConfig c = saved.model->config();
+  c.dropout = 0;
+  m.model = std::make_unique<Seq2Seq>(c, DType::f64);
+  // The checks run in float64: the trained float32 values, widened.
+  auto from = saved.model->named_parameters();
+  auto to = m.model->named_parameters();
+  for (size_t i = 0; i < to.size(); ++i)
+    to[i].second->value.copy_from(from[i].second->value.to(DType::f64));
+  m.model->eval();
+  m.src = std::move(saved.src);
+  m.tgt = std::move(saved.tgt);
+  m.source = saved.preprocess.tokenize(source);
+  if (m.source.empty())
+    throw ValueError(fmt::format("explain: the source '{}' has no tokens after preprocessing ({})",
+                                 source, saved.preprocess.describe()));
+  return m;
+}
+
+Explanation explain_step(ExplainModel& m, const std::string& target_word, const CheckOptions& opt) {
+  Seq2Seq& model = *m.model;
+  const Seq2SeqConfig& cfg = model.config();
+  if (model.dtype() != DType::f64)
+    throw DTypeError("explain: the model must be float64 (the finite differences need it)");
+  Explanation e;
+  e.model = cfg.summary();
+  e.config_json = cfg.to_json();
+  e.attention = nn::attention_name(cfg.attention);
+  e.decoder = models::decoder_name(cfg.decoder);
+  e.cell = nn::cell_name(cfg.cell);
+  e.src_vocab = m.src.tokens();
+  e.tgt_vocab = m.tgt.tokens();
+  e.eps = opt.eps;
+  e.tolerance = opt.tolerance;
+  e.check_max = opt.max_elements;
+
+  const auto s = static_cast<int64_t>(m.source.size());
+  if (s == 0) throw ValueError("explain: the source sentence has no words");
+  models::Batch batch;
+  batch.size = 1;
+  batch.src_len = s;
+  for (const auto& w : m.source) {
+    batch.src.push_back(m.src.id(w));
+    e.source.push_back(m.src.contains(w) ? w : "<unk>");
+  }
+  batch.src_lengths = {s};
+
+  // The target: given, else the reference's first word, else the model's own prediction.
+  std::string target = target_word;
+  if (target.empty() && !m.reference.empty()) target = m.reference.front();
+  if (target.empty()) {
+    Tape t;
+    NoGrad no_grad(t);
+    nn::AttentionMemory mem = model.encode(t, batch);
+    const Tensor z = run_step(t, model, mem, Vocab::kEos).logits.value();
+    int64_t best = 0;
+    for (int64_t j = 1; j < z.numel(); ++j)
+      if (z.at(j) > z.at(best)) best = j;
+    target = m.tgt.token(static_cast<int32_t>(best));
+  }
+  if (!m.tgt.contains(target))
+    throw ValueError(fmt::format("explain: the target '{}' is not in the target vocabulary ({})",
+                                 target, vocab_list(m.tgt)));
+  e.target = target;
+  e.target_id = m.tgt.id(target);
+  if (e.target_id == Vocab::kPad)
+    throw ValueError("explain: the target cannot be <pad> (the loss ignores it)");
+  batch.tgt_len = 1;
+  batch.tgt_in = {Vocab::kBos};
+  batch.tgt_out = {e.target_id};
+  batch.tgt_lengths = {1};
+
+  // The recorded pass.
+  model.zero_grad();
+  Tape tape;
+  tape.set_keep_grads(true);
+  nn::AttentionMemory memory = model.encode(tape, batch);
+  StepVars v = run_step(tape, model, memory, e.target_id);
+  tape.backward(v.loss);
+  e.loss = v.loss.value().item();
+
+  // Names: every parameter's path, and the symbols of the equations.
+  auto named = model.named_parameters();
+  for (size_t i = 0; i < tape.size(); ++i) {
+    const Node& n = tape.node(i);
+    if (n.op != &kParamOp) continue;
+    for (const auto& [name, p] : named)
+      if (n.value.shares_storage(p->value)) tape.set_label(static_cast<int32_t>(i), name);
+  }
+  FocusNodes& f = e.focus;
+  f.keys = memory.keys.node();
+  f.summary = memory.summary.node();
+  f.keys_proj = memory.precomputed.node();
+  f.query = v.query.node();
+  f.weights = v.weights.node();
+  f.logits = v.logits.node();
+  f.loss = v.loss.node();
+  for (size_t i = 0; i < tape.size(); ++i) {
+    const Node& n = tape.node(i);
+    const std::string& region = tape.region_name(n.region);
+    if (region == "attention.softmax" && std::string_view(n.op->name) == "softmax") {
+      f.softmax = static_cast<int32_t>(i);
+      f.scores = tape.inputs(n)[0];
+    }
+    if (region == "attention.context") f.context = static_cast<int32_t>(i);
+  }
+  if (cfg.attention == nn::AttentionKind::none) f.context = f.summary;
+  const bool bahdanau = cfg.decoder == models::DecoderKind::bahdanau;
+  auto label = [&](int32_t node, const char* name) {
+    if (node >= 0) tape.set_label(node, name);
+  };
+  label(f.keys, "h_j");
+  label(f.summary, "summary");
+  label(f.keys_proj, cfg.attention == nn::AttentionKind::cosine     ? "|h_j|"
+                     : cfg.attention == nn::AttentionKind::bahdanau ? "U h_j"
+                                                                    : "W_h h_j");
+  label(f.query, bahdanau ? "s_(t-1)" : "h_t");
+  label(f.scores, "e");
+  if (f.softmax != f.weights) label(f.softmax, "softmax(e)");
+  label(f.weights, "a");
+  if (cfg.attention != nn::AttentionKind::none) label(f.context, "c");
+  label(f.logits, "z");
+  label(f.loss, "L");
+  if (!bahdanau) label(v.features.node(), "h~_t");
+
+  // Gather the tape.
+  const int32_t last = v.loss.node();
+  for (int32_t i = 0; i <= last; ++i) {
+    ExplainNode en;
+    en.passed = passed_norms(tape, i);
+    const Node& n = tape.node(static_cast<size_t>(i));
+    en.index = i;
+    en.op = n.op->name;
+    en.math = n.op->math;
+    en.region = tape.region_name(n.region);
+    en.label = tape.label(i);
+    for (int32_t in : tape.inputs(n)) en.inputs.push_back(in);
+    en.shape = dims(n.value.shape());
+    en.value = n.value.to_vector();
+    if (n.grad.defined()) en.grad = n.grad.to_vector();
+    e.nodes.push_back(std::move(en));
+  }
+  for (const auto& [name, p] : named) {
+    ExplainParameter ep;
+    ep.name = name;
+    ep.shape = dims(p->shape());
+    ep.value = p->value.to_vector();
+    ep.grad = p->grad.to_vector();
+    ep.attention = name.rfind("decoder.attention.", 0) == 0;
+    for (size_t i = 0; i < tape.size(); ++i)
+      if (tape.node(i).op == &kParamOp && tape.node(i).value.shares_storage(p->value))
+        ep.node = static_cast<int32_t>(i);
+    e.parameters.push_back(std::move(ep));
+  }
+  e.equations = group_equations(cfg, s);
+  e.chain = attention_chain(e);
+
+  // The check: the encoder's output is fixed (no attention parameter changes it), so each
+  // evaluation reruns only the attention memory, the decoder step and the loss.
+  Tensor keys = memory.keys.value().clone();
+  Tensor summary = memory.summary.value().clone();
+  auto loss = [&] {
+    Tape t;
+    NoGrad no_grad(t);
+    nn::AttentionMemory mem =
+        model.decoder().attention().prepare(t, Var(keys), batch.src_lengths, Var(summary));
+    return run_step(t, model, mem, e.target_id).loss.value().item();
+  };
+  std::vector<Checked> checked;
+  for (const auto& [name, p] : named)
+    if (name.rfind("decoder.attention.", 0) == 0)
+      checked.push_back({name, &p->value, p->grad.to_vector()});
+  // The gradient into the encoder states: through the attention alone (the summary reaches the
+  // decoder by another path), or for `none` the summary, which is its context.
+  const bool none = cfg.attention == nn::AttentionKind::none;
+  const Var& h = none ? memory.summary : memory.keys;
+  const Tensor& hg = tape.grad(h);
+  checked.push_back({none ? kSummaryName : kKeysName, none ? &summary : &keys,
+                     hg.defined() ? hg.to_vector() : std::vector<double>(h.numel(), 0.0)});
+  for (const auto& c : checked) check_tensor(c, loss, opt, e.checks);
+  return e;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared by the renderers
+
+std::string shape_text(std::span<const int64_t> shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? "," : "", shape[i]);
+  return s + ")";
+}
+
+std::string num(double v) {
+  if (v == 0) return "0";
+  return fmt::format("{:.4g}", v);
+}
+
+double norm(std::span<const double> v) {
+  double s = 0;
+  for (double x : v) s += x * x;
+  return std::sqrt(s);
+}
+
+std::string summary_text(std::span<const double> v) {
+  if (v.empty()) return "(empty)";
+  double lo = v[0], hi = v[0], sum = 0;
+  for (double x : v) {
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+    sum += x;
+  }
+  return fmt::format("min {}  max {}  mean {}  norm {}", num(lo), num(hi),
+                     num(sum / static_cast<double>(v.size())), num(norm(v)));
+}
+
+bool in_groups(const std::string& region, std::span<const std::string> groups) {
+  if (groups.empty()) return true;
+  for (const auto& g : groups)
+    if (region.rfind(g, 0) == 0) return true;
+  return false;
+}
+
+std::string region_title(const std::string& region) {
+  return region.empty() ? "(no region)" : region;
+}
+
+std::string element_text(const std::vector<int64_t>& shape, int64_t flat) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  std::string s = "[";
+  for (size_t d = 0; d < idx.size(); ++d) s += fmt::format("{}{}", d ? "," : "", idx[d]);
+  return s + "]";
+}
+
+std::string short_param(const std::string& name) {
+  for (const char* prefix : {"encoder.", "decoder."})
+    if (name.rfind(prefix, 0) == 0) return name.substr(std::string(prefix).size());
+  return name;
+}
+
+}  // namespace tapestry::cli
