@@ -30,6 +30,9 @@ struct Seq2SeqConfig {
   // benchmark reference's simplified output layer).
   bool deep_output = true;
   uint64_t seed = 1;  // initialisation and dropout
+  // How the attention runs, not what it computes (so not saved): fused kernels, or the elementary
+  // ops that `tapestry explain` shows one by one (nn::AttentionConfig::fused).
+  bool fused_attention = true;
 
   int64_t key_size() const { return hidden * (bidirectional ? 2 : 1); }
   // Throws ValueError naming the field and the rule (e.g. dot attention needs K = H).

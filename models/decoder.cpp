@@ -20,7 +20,8 @@ int64_t cell_input(const Seq2SeqConfig& c, int layer) {
 }
 
 nn::AttentionConfig attention_config(const Seq2SeqConfig& c) {
-  return {c.attention, c.hidden, c.key_size(), c.attn_size > 0 ? c.attn_size : c.hidden, c.window};
+  return {c.attention, c.hidden,         c.key_size(), c.attn_size > 0 ? c.attn_size : c.hidden,
+          c.window,    c.fused_attention};
 }
 }  // namespace
 

@@ -263,6 +263,7 @@ ExplainModel tiny_model(const Seq2SeqConfig& shape, std::vector<std::string> sou
   c.src_vocab = m.src.size();
   c.tgt_vocab = m.tgt.size();
   c.dropout = 0;
+  c.fused_attention = false;  // show every elementary op of the attention step
   m.model = std::make_unique<Seq2Seq>(c, DType::f64);
   m.model->eval();
   m.source = std::move(source);
@@ -277,6 +278,7 @@ ExplainModel trained_model(const std::string& path, const std::string& source) {
   ExplainModel m;
   Seq2SeqConfig c = saved.model->config();
   c.dropout = 0;
+  c.fused_attention = false;  // show every elementary op of the attention step
   m.model = std::make_unique<Seq2Seq>(c, DType::f64);
   // The checks run in float64: the trained float32 values, widened.
   auto from = saved.model->named_parameters();
