@@ -17,5 +17,6 @@ struct UsageError {
 int cmd_gradcheck(const Args& args);
 int cmd_bleu(const Args& args);
 int cmd_train(const Args& args);
+int cmd_bench(const Args& args);
 
 }  // namespace tapestry::cli

@@ -23,6 +23,7 @@ constexpr Command kCommands[] = {
     {"gradcheck", tapestry::cli::cmd_gradcheck,
      "check every op's gradient against finite differences (float64)"},
     {"bleu", tapestry::cli::cmd_bleu, "corpus BLEU of a hypothesis file, as sacreBLEU computes it"},
+    {"bench", tapestry::cli::cmd_bench, "time training and decoding against the PyTorch reference"},
 };
 
 void print_help() {
