@@ -55,7 +55,10 @@ struct BenchSettings {
     f.add("config", &config, "size preset; the flags below override single fields",
           bench_preset_names());
     f.add_switch("bidir", &bidir, "bidirectional encoder (D = 2H)");
-    f.add("threads", &threads, "OpenBLAS threads (0: OpenBLAS's default)", 0, 256);
+    f.add("threads", &threads,
+          "OpenBLAS threads (0: OpenBLAS's default; set OPENBLAS_NUM_THREADS too, as the "
+          "reference does, or the pool started at load keeps its idle workers)",
+          0, 256);
     f.section("sizes (-1: the preset's)");
     f.add("vocab", &vocab, "V: source and target vocabulary, with the specials", -1, 1 << 24);
     f.add("emb", &emb, "E: embedding size", -1, 1 << 16);
