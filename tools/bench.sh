@@ -156,7 +156,7 @@ for preset in $presets; do
   for ((r = 1; r <= rounds; ++r)); do
     for t in $tapestry_threads; do
       # The env as well as the flag, as the reference does: OpenBLAS starts its thread pool when
-      # it loads, and a pool shrunk later at run time still had a worker spinning in sched_yield.
+      # it loads, and in a pool shrunk at run time a worker sometimes spun in sched_yield.
       # (0: OpenBLAS's default, the environment left as it is.)
       blas_env=()
       ((t == 0)) || blas_env=("OPENBLAS_NUM_THREADS=$t")

@@ -29,9 +29,14 @@ constexpr const char* kAbout =
     "attention, a GRU decoder and an output layer over s_t alone; random tokens 3..V-1 with row\n"
     "lengths uniform in [ceil(0.7 L), L], a pool of 8 batches cycled. After the warm-up it takes\n"
     "the median over iterations of a full training step (forward, backward, clipping at norm 1.0,\n"
-    "Adam lr 1e-3), then of greedy decoding of a batch for T steps. The last line is\n"
-    "'RESULT {json}' with the reference's keys (train_tok_s counts the B*T decoder positions,\n"
-    "gemm_gflop_per_step is the reference's analytic matrix-product count) and peak_rss_mb.\n\n"
+    "Adam lr 1e-3), then of greedy decoding of a batch for T steps (decode_sent_s; every row\n"
+    "runs all T steps, as in the reference; models::greedy_decode, which stops once every row\n"
+    "has emitted <eos>, is timed beside it). The last line is 'RESULT {json}' with the\n"
+    "reference's keys (train_tok_s counts the B*T decoder positions, gemm_gflop_per_step is the\n"
+    "reference's analytic matrix-product count) and peak_rss_mb (getrusage).\n\n"
+    "OpenBLAS sizes its thread pool when it loads: for --threads N also set\n"
+    "OPENBLAS_NUM_THREADS=N, as the reference does (a pool shrunk at run time keeps its\n"
+    "workers, and in some runs one spun in sched_yield, taking 3-7% of the CPU time).\n\n"
     "presets (V, E, H = A, B, S = T; warm-up, iterations):\n"
     "  tiny     32,   32,  64,  1, 10;  20, 200\n"
     "  small    1000, 64,  128, 32, 15;  5, 40\n"
@@ -56,9 +61,7 @@ struct BenchSettings {
           bench_preset_names());
     f.add_switch("bidir", &bidir, "bidirectional encoder (D = 2H)");
     f.add("threads", &threads,
-          "OpenBLAS threads (0: OpenBLAS's default; set OPENBLAS_NUM_THREADS too, as the "
-          "reference does, or the pool started at load keeps its idle workers)",
-          0, 256);
+          "OpenBLAS threads (0: its default); best with OPENBLAS_NUM_THREADS=N", 0, 256);
     f.section("sizes (-1: the preset's)");
     f.add("vocab", &vocab, "V: source and target vocabulary, with the specials", -1, 1 << 24);
     f.add("emb", &emb, "E: embedding size", -1, 1 << 16);
