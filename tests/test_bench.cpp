@@ -2,10 +2,14 @@
 // a short run of the command whose RESULT line carries every key the comparison script reads.
 #include <fmt/format.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -94,6 +98,56 @@ struct Run {
   int status;
   std::string output;
 };
+
+std::string read_pipe(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+// Loads the reference's own model class from torch_seq2seq.py, gives it our weights (float64)
+// and prints its loss and every parameter's gradient on our batch.
+const char* kReferenceLoss = R"PY(
+import importlib.util, json, sys, torch
+spec = json.load(open(sys.argv[1]))
+sys.argv = ["torch_seq2seq.py"]  # the module parses its arguments on import
+loader = importlib.util.spec_from_file_location("reference", spec["reference"])
+ref = importlib.util.module_from_spec(loader)
+loader.loader.exec_module(ref)
+m = ref.BahdanauSeq2Seq(spec["V"], spec["E"], spec["H"], spec["A"], spec["bidir"]).double()
+m.load_state_dict({k: torch.tensor(v, dtype=torch.float64).reshape(spec["shapes"][k])
+                   for k, v in spec["weights"].items()}, strict=True)
+B, S, T = spec["B"], spec["S"], spec["T"]
+loss = m(torch.tensor(spec["src"]).reshape(B, S), torch.tensor(spec["src_len"]),
+         torch.tensor(spec["tgt_in"]).reshape(B, T), torch.tensor(spec["tgt_out"]).reshape(B, T))
+loss.backward()
+print(json.dumps({"loss": loss.item(),
+                  "grads": {k: p.grad.flatten().tolist() for k, p in m.named_parameters()}}))
+)PY";
+
+// Our parameter names -> the reference's (BahdanauSeq2Seq's attributes).
+std::string reference_name(const std::string& ours) {
+  static const std::map<std::string, std::string> fixed = {
+      {"encoder.embedding.weight", "src_emb.weight"},
+      {"decoder.embedding.weight", "tgt_emb.weight"},
+      {"decoder.bridge.weight", "bridge.weight"},
+      {"decoder.bridge.bias", "bridge.bias"},
+      {"decoder.attention.W", "W_s.weight"},
+      {"decoder.attention.b", "W_s.bias"},
+      {"decoder.attention.U", "W_h.weight"},
+      {"decoder.attention.v", "v.weight"},
+      {"decoder.out.weight", "out.weight"},
+      {"decoder.out.bias", "out.bias"}};
+  if (auto it = fixed.find(ours); it != fixed.end()) return it->second;
+  if (ours.rfind("encoder.rnn.", 0) == 0) return "encoder." + ours.substr(12);
+  if (ours.rfind("decoder.cells.0.", 0) == 0) return "cell." + ours.substr(16);
+  return "unmapped:" + ours;
+}
 
 Run run_bench(const std::string& args) {
   std::string cmd = fmt::format("'{}/tapestry' bench {} 2>&1", TAPESTRY_BINARY_DIR, args);
@@ -284,4 +338,66 @@ TEST_CASE("tapestry bench refuses bad flags", "[bench]") {
   r = run_bench("--itres 3");
   CHECK(r.status == 2);
   CHECK_THAT(r.output, Catch::Matchers::Contains("did you mean --iters"));
+}
+
+TEST_CASE("the bench model computes the reference's loss and gradients", "[bench][torch]") {
+  namespace fs = std::filesystem;
+  const fs::path reference =
+      fs::path(TAPESTRY_SOURCE_DIR) / ".." / "shared" / "bench" / "torch_seq2seq.py";
+  if (!fs::exists(reference) ||
+      read_pipe("/usr/bin/python3 -c 'import torch; print(\"yes\")' 2>/dev/null").find("yes") ==
+          std::string::npos) {
+    WARN("the reference or python3 with torch not found: loss parity with it not checked");
+    return;
+  }
+  const fs::path dir = fs::temp_directory_path() / ("tapestry_bench_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "ref.py") << kReferenceLoss;
+  for (bool bidir : {false, true}) {
+    DYNAMIC_SECTION((bidir ? "bidirectional" : "unidirectional")) {
+      // Sizes all different, so a transposed or swapped weight cannot fit by accident; B = 4 rows
+      // of different lengths exercise the packing and the masks.
+      BenchShape s;
+      s.vocab = 11, s.emb = 3, s.hidden = 4, s.attn = 5, s.batch = 4, s.src_len = 6, s.tgt_len = 7;
+      s.bidir = bidir;
+      Rng rng(2);
+      const Batch batch = make_bench_batches(s, rng)[0];
+      models::Seq2Seq model(bench_model_config(s, 9), DType::f64);
+
+      nlohmann::json spec;
+      spec["reference"] = reference.string();
+      spec["V"] = s.vocab, spec["E"] = s.emb, spec["H"] = s.hidden, spec["A"] = s.attn;
+      spec["bidir"] = bidir;
+      spec["B"] = s.batch, spec["S"] = s.src_len, spec["T"] = s.tgt_len;
+      spec["src"] = batch.src;
+      spec["src_len"] = batch.src_lengths;
+      spec["tgt_in"] = batch.tgt_in;
+      spec["tgt_out"] = batch.tgt_out;
+      for (auto& [name, p] : model.named_parameters()) {
+        const std::string ref = reference_name(name);
+        std::vector<int64_t> shape(p->shape().dims().begin(), p->shape().dims().end());
+        if (ref == "v.weight") shape = {1, s.attn};  // nn.Linear(A, 1): a (1,A) matrix
+        spec["weights"][ref] = p->value.to_vector();
+        spec["shapes"][ref] = shape;
+      }
+      std::ofstream(dir / "spec.json") << spec.dump();
+      const std::string out = read_pipe("/usr/bin/python3 " + (dir / "ref.py").string() + " " +
+                                        (dir / "spec.json").string() + " 2>&1");
+      INFO(out);
+      nlohmann::json got = nlohmann::json::parse(out);
+
+      Tape tape;
+      Var loss = model.loss(tape, batch);
+      tape.backward(loss);
+      CHECK(loss.value().item() == Approx(got["loss"].get<double>()).epsilon(1e-12));
+      for (auto& [name, p] : model.named_parameters()) {
+        INFO(name);
+        auto want = got["grads"][reference_name(name)].get<std::vector<double>>();
+        REQUIRE(want.size() == static_cast<size_t>(p->grad.numel()));
+        for (size_t i = 0; i < want.size(); ++i)
+          REQUIRE(p->grad.at(static_cast<int64_t>(i)) == Approx(want[i]).margin(1e-12));
+      }
+    }
+  }
+  fs::remove_all(dir);
 }
