@@ -175,6 +175,7 @@ for preset in $presets; do
 done
 echo "# done: $(uptime | sed 's/.*load/load/')"
 echo
+((have_torch)) || echo "(PyTorch not run: see the first lines)"
 
 python3 - "$results" "$peaks" "$presets" <<'EOF'
 import json, statistics, sys
@@ -242,11 +243,12 @@ for preset in presets:
                          + ", ".join(f"{r['train_tok_s']:,.0f}" for r in runs)
                          + "; decode sent/s: "
                          + ", ".join(f"{r.get('decode_sent_s', 0):,.0f}" for r in runs))
-    params = {r["params"] for r in rows if r["preset"] == preset}
-    if len(params) > 1:
-        notes.append(f"  WARNING: the parameter counts differ: {sorted(params)}")
+    params = {r["impl"]: r["params"] for r in rows if r["preset"] == preset}
+    if len(set(params.values())) > 1:
+        notes.append(f"  WARNING: the parameter counts differ: {params}")
     else:
-        notes.append(f"  parameters: {params.pop():,} on both sides")
+        notes.append(f"  parameters: {params['tapestry']:,}"
+                     + (" on both sides" if "pytorch" in params else " (Tapestry)"))
 
 widths = [max(len(str(x)) for x in col) for col in zip(head, *table)]
 fmt_row = lambda r: "  ".join(str(x).rjust(w) if i else str(x).ljust(w)
