@@ -21,5 +21,6 @@ int cmd_translate(const Args& args);
 int cmd_eval(const Args& args);
 int cmd_report(const Args& args);
 int cmd_explain(const Args& args);
+int cmd_bench(const Args& args);
 
 }  // namespace tapestry::cli

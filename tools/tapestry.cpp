@@ -29,6 +29,7 @@ constexpr Command kCommands[] = {
     {"explain", tapestry::cli::cmd_explain,
      "backprop through attention for one decoder step, value by value, checked"},
     {"bleu", tapestry::cli::cmd_bleu, "corpus BLEU of a hypothesis file, as sacreBLEU computes it"},
+    {"bench", tapestry::cli::cmd_bench, "time training and decoding against the PyTorch reference"},
 };
 
 void print_help() {

@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# Runs `tapestry bench` and the PyTorch reference (../shared/bench/torch_seq2seq.py) alternately on
+# this machine and prints, per preset, both speeds and their ratio (medians over rounds).
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: tools/bench.sh [--rounds N] [--presets "tiny small medium"] [--bidir]
+                      [--tapestry-threads "1 2"] [--no-build] [--no-peak] [--out DIR]
+
+Builds Tapestry (tools/build.sh), measures OpenBLAS sgemm's peak once per thread count
+(../shared/bench/sgemm_peak.c, compiled into the build directory), then for every preset runs
+N rounds; a round runs `tapestry bench` at each --tapestry-threads setting and the PyTorch
+reference at each of its thread settings (--threads 1; --threads 1 --blas-threads 2;
+--threads 2: Debian's torch uses OpenBLAS, whose pool competes with torch's own, see the
+reference README). Each side is compared at its best setting: the one with the best median
+over the rounds, chosen separately for training and for decoding. Every run is wrapped in
+/usr/bin/time -v, so the peak RSS of both programs is measured the same way.
+
+  --rounds N             rounds per preset [3]
+  --presets LIST         presets to run, in order ["tiny small medium"]
+  --bidir                bidirectional encoder on both sides
+  --tapestry-threads L   OpenBLAS thread counts tried for Tapestry ["1 2"]
+  --no-build             use the existing build (TAPESTRY_BUILD_DIR, default build/)
+  --no-peak              skip the sgemm peak (no % of peak column)
+  --out DIR              keep every run's output there [BUILD/bench-DATE]
+
+Ratios are Tapestry / PyTorch: above 1, Tapestry is faster. The machine may be shared; the
+load average is printed before and after, and medians over rounds damp the noise.
+Environment: TAPESTRY_REFERENCE_DIR (default ../shared/bench from the repository root),
+PYTHON (default /usr/bin/python3, the interpreter with Debian's torch).
+EOF
+}
+
+die() {
+  echo "bench.sh: $*" >&2
+  exit 1
+}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=${TAPESTRY_BUILD_DIR:-build}
+[[ $build_dir = /* ]] || build_dir="$root/$build_dir"
+ref_dir=${TAPESTRY_REFERENCE_DIR:-$root/../shared/bench}
+python=${PYTHON:-/usr/bin/python3}
+rounds=3
+presets="tiny small medium"
+bidir=()
+tapestry_threads="1 2"
+do_build=1
+do_peak=1
+out=""
+
+while (($#)); do
+  case $1 in
+    --rounds) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--rounds needs a positive whole number"
+      rounds=$2; shift 2 ;;
+    --presets) [[ -n ${2:-} ]] || die "--presets needs a list, e.g. \"tiny small\""
+      presets=$2; shift 2 ;;
+    --bidir) bidir=(--bidir); shift ;;
+    --tapestry-threads) [[ ${2:-} =~ ^[0-9]+( [0-9]+)*$ ]] ||
+        die "--tapestry-threads needs thread counts, e.g. \"1 2\""
+      tapestry_threads=$2; shift 2 ;;
+    --no-build) do_build=0; shift ;;
+    --no-peak) do_peak=0; shift ;;
+    --out) [[ -n ${2:-} ]] || die "--out needs a directory"
+      out=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown option '$1'" ;;
+  esac
+done
+for p in $presets; do
+  case $p in tiny|small|medium) ;; *) die "unknown preset '$p' (valid: tiny, small, medium)" ;; esac
+done
+
+[[ -x /usr/bin/time ]] || die "/usr/bin/time not found (apt-get install time): it measures peak RSS"
+command -v python3 >/dev/null || die "python3 not found: it reads the RESULT lines"
+if ((do_build)); then
+  echo "# building ($build_dir)"
+  TAPESTRY_BUILD_DIR=$build_dir "$root/tools/build.sh" >/dev/null ||
+    die "build failed (run tools/build.sh to see why)"
+fi
+tapestry="$build_dir/tapestry"
+[[ -x $tapestry ]] || die "$tapestry not found (build first, or drop --no-build)"
+
+have_torch=0
+reference="$ref_dir/torch_seq2seq.py"
+if [[ ! -f $reference ]]; then
+  echo "PyTorch reference not found at $reference (set TAPESTRY_REFERENCE_DIR): showing Tapestry only"
+elif ! [[ -x $python ]] || ! "$python" -c 'import torch' 2>/dev/null; then
+  echo "PyTorch not installed (apt-get install python3-torch): showing Tapestry only"
+else
+  have_torch=1
+fi
+
+out=${out:-$build_dir/bench-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out"
+results="$out/results.jsonl"
+: >"$results"
+echo "# machine: $(nproc) cores, $(uptime | sed 's/.*load/load/'); runs kept in $out"
+
+# The sgemm peak per OpenBLAS thread count: the best square-shape GFLOP/s.
+peaks="$out/peaks.json"
+echo "{}" >"$peaks"
+if ((do_peak)); then
+  if ! command -v gcc >/dev/null || ! pkg-config --exists openblas 2>/dev/null; then
+    echo "# sgemm peak skipped: needs gcc and pkg-config's openblas (apt-get install libopenblas-dev)"
+  elif [[ ! -f $ref_dir/sgemm_peak.c ]]; then
+    echo "# sgemm peak skipped: $ref_dir/sgemm_peak.c not found"
+  else
+    # shellcheck disable=SC2046  # pkg-config's flags are meant to split
+    gcc -O2 -march=native -o "$build_dir/sgemm_peak" "$ref_dir/sgemm_peak.c" \
+      $(pkg-config --cflags --libs openblas) -lm || die "compiling sgemm_peak.c failed"
+    for t in $(echo 1 2 "$tapestry_threads" | tr ' ' '\n' | sort -nu); do
+      ((t > 0)) || continue
+      echo "# sgemm peak, OPENBLAS_NUM_THREADS=$t ..."
+      OPENBLAS_NUM_THREADS=$t "$build_dir/sgemm_peak" >"$out/sgemm_peak_t$t.txt" ||
+        die "sgemm_peak failed (see $out/sgemm_peak_t$t.txt)"
+    done
+    python3 - "$out" >"$peaks" <<'EOF'
+import glob, json, re, sys
+peaks = {}
+for path in glob.glob(sys.argv[1] + "/sgemm_peak_t*.txt"):
+    t = re.search(r"_t(\d+)\.txt$", path).group(1)
+    best = [float(l.split()[6]) for l in open(path) if l.startswith("square")]
+    if best:
+        peaks[t] = max(best)
+print(json.dumps(peaks))
+EOF
+  fi
+fi
+
+# Runs one benchmark under /usr/bin/time -v and appends its RESULT, labelled, to results.jsonl.
+run_one() {  # impl label preset round command...
+  local impl=$1 label=$2 preset=$3 round=$4
+  shift 4
+  local log="$out/$preset-$impl-$label-r$round"
+  if ! /usr/bin/time -v -o "$log.time" "$@" >"$log.out" 2>"$log.err"; then
+    die "$impl ($label) failed on $preset: $* (output in $log.out, $log.err)"
+  fi
+  local result rss
+  result=$(grep '^RESULT ' "$log.out" | tail -n 1 | cut -c8-)
+  [[ -n $result ]] || die "$impl ($label) printed no RESULT line on $preset (see $log.out)"
+  rss=$(awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}' "$log.time")
+  python3 -c 'import json, sys
+r = json.loads(sys.argv[1])
+r.update(impl=sys.argv[2], label=sys.argv[3], preset=sys.argv[4], round=int(sys.argv[5]),
+         time_rss_mb=int(sys.argv[6]) / 1024)
+print(json.dumps(r))' "$result" "$impl" "$label" "$preset" "$round" "${rss:-0}" >>"$results"
+  printf '  %-8s %-9s %-6s round %d: train %9.2f ms, decode %9.2f ms\n' "$impl" "$label" \
+    "$preset" "$round" "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["train_ms_median"])' "$result")" \
+    "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("decode_ms_median", 0))' "$result")"
+}
+
+for preset in $presets; do
+  echo "# $preset: $rounds rounds"
+  for ((r = 1; r <= rounds; ++r)); do
+    for t in $tapestry_threads; do
+      # The env as well as the flag, as the reference does: OpenBLAS starts its thread pool when
+      # it loads, and in a pool shrunk at run time a worker sometimes spun in sched_yield.
+      # (0: OpenBLAS's default, the environment left as it is.)
+      blas_env=()
+      ((t == 0)) || blas_env=("OPENBLAS_NUM_THREADS=$t")
+      run_one tapestry "t$t" "$preset" "$r" env "${blas_env[@]}" "$tapestry" bench \
+        --config "$preset" --threads "$t" "${bidir[@]}"
+    done
+    if ((have_torch)); then
+      run_one pytorch t1 "$preset" "$r" "$python" "$reference" --config "$preset" --threads 1 \
+        "${bidir[@]}"
+      run_one pytorch t1b2 "$preset" "$r" "$python" "$reference" --config "$preset" --threads 1 \
+        --blas-threads 2 "${bidir[@]}"
+      run_one pytorch t2 "$preset" "$r" "$python" "$reference" --config "$preset" --threads 2 \
+        "${bidir[@]}"
+    fi
+  done
+done
+echo "# done: $(uptime | sed 's/.*load/load/')"
+echo
+((have_torch)) || echo "(PyTorch not run: see the first lines)"
+
+python3 - "$results" "$peaks" "$presets" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+peaks = json.load(open(sys.argv[2]))
+presets = sys.argv[3].split()
+
+def med(runs, key):
+    return statistics.median(r[key] for r in runs)
+
+def best(impl, preset, key):
+    """(label, median, runs) of the setting with the best median of `key` (higher is better)."""
+    groups = {}
+    for r in rows:
+        if r["impl"] == impl and r["preset"] == preset:
+            groups.setdefault(r["label"], []).append(r)
+    if not groups:
+        return None
+    label = max(groups, key=lambda g: med(groups[g], key))
+    return label, med(groups[label], key), groups[label]
+
+def pct(runs):
+    p = peaks.get(str(runs[0]["blas_threads"]))
+    return f"{100 * med(runs, 'train_gflops') / p:.0f}%" if p else "-"
+
+def num(x, fmt="{:,.0f}"):
+    return "-" if x is None else fmt.format(x)
+
+def ratio(a, b):
+    return "-" if a is None or b is None else f"{a / b:.2f}x"
+
+head = ["preset", "train tok/s T", "train tok/s P", "ratio", "decode sent/s T", "decode sent/s P",
+        "ratio", "GFLOP/s T (%peak)", "GFLOP/s P (%peak)", "RSS MB T", "RSS MB P"]
+table, notes = [], []
+for preset in presets:
+    tt, pt = best("tapestry", preset, "train_tok_s"), best("pytorch", preset, "train_tok_s")
+    td, pd = best("tapestry", preset, "decode_sent_s"), best("pytorch", preset, "decode_sent_s")
+    if tt is None:
+        continue
+    gf = lambda b: "-" if b is None else f"{med(b[2], 'train_gflops'):.1f} ({pct(b[2])})"
+    rss = lambda b: "-" if b is None else f"{med(b[2], 'time_rss_mb'):,.0f}"
+    table.append([preset, num(tt[1]), num(pt and pt[1]), ratio(tt[1], pt and pt[1]),
+                  num(td and td[1]), num(pd and pd[1]), ratio(td and td[1], pd and pd[1]),
+                  gf(tt), gf(pt), rss(tt), rss(pt)])
+    n = len(tt[2])
+    line = (f"{preset}: best settings: Tapestry train {tt[0]}, decode {td[0]}"
+            + (f"; PyTorch train {pt[0]}, decode {pd[0]}" if pt else "")
+            + f" (medians of {n} rounds); train ms/step T {med(tt[2], 'train_ms_median'):.2f}"
+            + (f", P {med(pt[2], 'train_ms_median'):.2f}" if pt else ""))
+    notes.append(line)
+    notes.append(f"  Tapestry's models::greedy_decode, which stops at <eos>: "
+                 f"{med(td[2], 'greedy_decode_sent_s'):,.0f} sent/s after "
+                 f"{med(td[2], 'greedy_decode_steps_mean'):.1f} of {td[2][0]['tgt_len']} steps "
+                 f"(the decode columns run all {td[2][0]['tgt_len']} steps, as the reference)")
+    notes.append(f"  Tapestry's own getrusage peak: {med(tt[2], 'peak_rss_mb'):,.0f} MB; "
+                 f"loss first -> last T {med(tt[2], 'loss_first'):.3f} -> "
+                 f"{med(tt[2], 'loss_last'):.3f}"
+                 + (f", P {med(pt[2], 'loss_first'):.3f} -> {med(pt[2], 'loss_last'):.3f}"
+                    if pt else ""))
+    for impl in ("tapestry", "pytorch"):
+        for label in sorted({r["label"] for r in rows if r["impl"] == impl and r["preset"] == preset}):
+            runs = [r for r in rows if r["impl"] == impl and r["preset"] == preset
+                    and r["label"] == label]
+            notes.append(f"  {impl:8} {label:5} train tok/s per round: "
+                         + ", ".join(f"{r['train_tok_s']:,.0f}" for r in runs)
+                         + "; decode sent/s: "
+                         + ", ".join(f"{r.get('decode_sent_s', 0):,.0f}" for r in runs))
+    params = {r["impl"]: r["params"] for r in rows if r["preset"] == preset}
+    if len(set(params.values())) > 1:
+        notes.append(f"  WARNING: the parameter counts differ: {params}")
+    else:
+        notes.append(f"  parameters: {params['tapestry']:,}"
+                     + (" on both sides" if "pytorch" in params else " (Tapestry)"))
+
+widths = [max(len(str(x)) for x in col) for col in zip(head, *table)]
+fmt_row = lambda r: "  ".join(str(x).rjust(w) if i else str(x).ljust(w)
+                              for i, (x, w) in enumerate(zip(r, widths)))
+print(fmt_row(head))
+print("  ".join("-" * w for w in widths))
+for r in table:
+    print(fmt_row(r))
+print()
+print("T = Tapestry, P = PyTorch; ratio = T / P (above 1: Tapestry faster); RSS: /usr/bin/time -v")
+if peaks:
+    print("sgemm peak (best square shape, GFLOP/s): "
+          + ", ".join(f"{t} thread(s) {p:.1f}" for t, p in sorted(peaks.items())))
+for n in notes:
+    print(n)
+EOF

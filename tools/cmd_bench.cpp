@@ -1,0 +1,346 @@
+// tapestry bench: times a training step and greedy decoding of the PyTorch reference's model on its
+// synthetic batches, and prints the reference's RESULT json (../shared/bench/torch_seq2seq.py).
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include "core/blas.h"
+#include "models/decode.h"
+#include "models/train.h"
+#include "nn/clip.h"
+#include "tools/bench_data.h"
+#include "tools/cli.h"
+#include "tools/flags.h"
+
+namespace tapestry::cli {
+
+using namespace models;
+
+namespace {
+
+constexpr const char* kAbout =
+    "Times the model of the PyTorch reference benchmark (../shared/bench/torch_seq2seq.py) on its\n"
+    "synthetic data: a GRU encoder (--bidir: two directions), s_0 = tanh(W_b h_last), Bahdanau\n"
+    "attention, a GRU decoder and an output layer over s_t alone; random tokens 3..V-1 with row\n"
+    "lengths uniform in [ceil(0.7 L), L], a pool of 8 batches cycled. After the warm-up it takes\n"
+    "the median over iterations of a full training step (forward, backward, clipping at norm 1.0,\n"
+    "Adam lr 1e-3), then of greedy decoding of a batch for T steps (decode_sent_s; every row\n"
+    "runs all T steps, as in the reference; models::greedy_decode, which stops once every row\n"
+    "has emitted <eos>, is timed beside it). The last line is 'RESULT {json}' with the\n"
+    "reference's keys (train_tok_s counts the B*T decoder positions, gemm_gflop_per_step is the\n"
+    "reference's analytic matrix-product count) and peak_rss_mb (getrusage).\n\n"
+    "OpenBLAS sizes its thread pool when it loads: for --threads N also set\n"
+    "OPENBLAS_NUM_THREADS=N, as the reference does (a pool shrunk at run time keeps its\n"
+    "workers, and in some runs one spun in sched_yield, taking 3-7% of the CPU time).\n\n"
+    "presets (V, E, H = A, B, S = T; warm-up, iterations):\n"
+    "  tiny     32,   32,  64,  1, 10;  20, 200\n"
+    "  small    1000, 64,  128, 32, 15;  5, 40\n"
+    "  medium   8000, 256, 512, 64, 20;  2, 8\n\n"
+    "examples:\n"
+    "  tapestry bench --config small --threads 1\n"
+    "  tapestry bench --config tiny --iters 3 --warmup 1 --decode-iters 3";
+
+struct BenchSettings {
+  std::string config = "small";
+  bool bidir = false;
+  int64_t threads = 0;
+  // -1: the preset's value
+  int64_t vocab = -1, emb = -1, hidden = -1, attn = -1, batch = -1, src_len = -1, tgt_len = -1;
+  int64_t warmup = -1, iters = -1, decode_iters = -1;
+  int64_t pool = 8, seed = 0;
+  double lr = 1e-3, clip = 1.0, min_len_frac = 0.7, peak_gflops = 0;
+  bool decode = true, phases = false;
+
+  void declare(Flags& f) {
+    f.add("config", &config, "size preset; the flags below override single fields",
+          bench_preset_names());
+    f.add_switch("bidir", &bidir, "bidirectional encoder (D = 2H)");
+    f.add("threads", &threads,
+          "OpenBLAS threads (0: its default); best with OPENBLAS_NUM_THREADS=N", 0, 256);
+    f.section("sizes (-1: the preset's)");
+    f.add("vocab", &vocab, "V: source and target vocabulary, with the specials", -1, 1 << 24);
+    f.add("emb", &emb, "E: embedding size", -1, 1 << 16);
+    f.add("hidden", &hidden, "H: encoder and decoder hidden size", -1, 1 << 16);
+    f.add("attn-size", &attn, "A: attention hidden size (-1: H)", -1, 1 << 16);
+    f.add("batch", &batch, "B: sentences per batch", -1, 1 << 16);
+    f.add("src-len", &src_len, "S: source length (rows are 70-100% of it)", -1, 1 << 16);
+    f.add("tgt-len", &tgt_len, "T: target length with <eos>", -1, 1 << 16);
+    f.add("warmup", &warmup, "untimed iterations before each timing (training and decoding)", -1,
+          1 << 20);
+    f.add("iters", &iters, "timed training steps", -1, 1 << 20);
+    f.add("decode-iters", &decode_iters, "timed greedy decodings", -1, 1 << 20);
+    f.section("other");
+    f.add("pool", &pool, "distinct batches, cycled", 1, 1 << 16);
+    f.add("min-len-frac", &min_len_frac, "shortest row as a fraction of S and T", 0, 1);
+    f.add("seed", &seed, "data and initialisation seed", 0, INT64_MAX);
+    f.add("lr", &lr, "Adam learning rate", 0, 1e9);
+    f.add("clip", &clip, "global gradient norm clipping (0: off)", 0, 1e9);
+    f.add("peak-gflops", &peak_gflops, "if given, report train_gflops as a fraction of it", 0, 1e9);
+    f.add_switch("decode", &decode, "time greedy decoding");
+    f.add_switch("phases", &phases,
+                 "also time forward, backward and clip+Adam separately (extra iterations)");
+  }
+
+  BenchShape shape() const {
+    BenchShape s = bench_preset(config);
+    auto over = [](int64_t& field, int64_t value) {
+      if (value >= 0) field = value;
+    };
+    over(s.vocab, vocab), over(s.emb, emb), over(s.hidden, hidden), over(s.batch, batch);
+    over(s.src_len, src_len), over(s.tgt_len, tgt_len), over(s.warmup, warmup);
+    over(s.iters, iters), over(s.decode_iters, decode_iters);
+    s.attn = attn >= 0 ? attn : s.hidden;
+    s.bidir = bidir, s.pool = pool, s.min_len_frac = min_len_frac;
+    auto positive = [](const char* name, int64_t v) {
+      if (v < 1) throw UsageError{fmt::format("--{} must be at least 1, got {}", name, v)};
+    };
+    positive("emb", s.emb), positive("hidden", s.hidden), positive("attn-size", s.attn);
+    positive("batch", s.batch), positive("src-len", s.src_len), positive("iters", s.iters);
+    if (decode) positive("decode-iters", s.decode_iters);
+    if (s.vocab < 4) throw UsageError{fmt::format("--vocab must be at least 4, got {}", s.vocab)};
+    if (s.tgt_len < 2)
+      throw UsageError{fmt::format("--tgt-len must be at least 2, got {}", s.tgt_len)};
+    return s;
+  }
+};
+
+// The reference's summarize(): median (mean of the middle two for an even count), min, p90.
+struct Summary {
+  double median = 0, min = 0, p90 = 0;
+};
+
+Summary summarize(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  const size_t n = t.size();
+  Summary s;
+  s.median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  s.min = t.front();
+  s.p90 = t[std::min(n - 1, static_cast<size_t>(0.9 * static_cast<double>(n)))];
+  return s;
+}
+
+double median(std::vector<double> t) {
+  return summarize(std::move(t)).median;
+}
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux reports kilobytes
+}
+
+// Greedy decoding as the reference does it: `steps` steps for every row, no stop at <eos>, each
+// step's token the argmax of the logits. Built from the model's own encode, step and logits.
+void fixed_greedy(Seq2Seq& model, const Batch& batch, int64_t steps) {
+  const bool was_training = model.training();
+  model.eval();
+  Tape tape;
+  NoGrad no_grad(tape);
+  nn::AttentionMemory memory = model.encode(tape, batch);
+  DecoderState state = model.decoder().start(tape, memory.summary);
+  std::vector<int32_t> y(static_cast<size_t>(batch.size), Vocab::kBos);
+  for (int64_t t = 0; t < steps; ++t) {
+    DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
+    const Tensor z = model.decoder().logits(tape, step.features, model.rng()).value();
+    const int64_t v = z.dim(1);
+    const float* p = z.data<float>();
+    for (int64_t r = 0; r < batch.size; ++r)
+      y[r] = static_cast<int32_t>(std::max_element(p + r * v, p + (r + 1) * v) - (p + r * v));
+  }
+  model.train(was_training);
+}
+
+// Trainer::step split at its phase boundaries, with its own optimizer (timing only).
+struct PhaseTimes {
+  double forward_ms = 0, backward_ms = 0, opt_ms = 0;
+};
+
+PhaseTimes time_phases(Seq2Seq& model, const std::vector<Batch>& pool, const BenchShape& s,
+                       double lr, double clip) {
+  std::vector<nn::Parameter*> params = model.parameters();
+  nn::Adam adam(params, lr);
+  Tape tape;
+  std::vector<double> fwd, bwd, opt;
+  model.train();
+  for (int64_t i = 0; i < s.warmup + s.iters; ++i) {
+    const Batch& batch = pool[static_cast<size_t>(i % s.pool)];
+    auto t0 = Clock::now();
+    adam.zero_grad();
+    tape.clear();
+    Var loss = model.loss(tape, batch);
+    const double f = seconds_since(t0);
+    t0 = Clock::now();
+    tape.backward(loss);
+    (void)loss.value().item();
+    tape.clear();
+    const double b = seconds_since(t0);
+    t0 = Clock::now();
+    nn::clip_grad_norm(params, clip > 0 ? clip : INFINITY);
+    adam.step();
+    const double o = seconds_since(t0);
+    if (i >= s.warmup) fwd.push_back(f), bwd.push_back(b), opt.push_back(o);
+  }
+  return {median(fwd) * 1e3, median(bwd) * 1e3, median(opt) * 1e3};
+}
+
+}  // namespace
+
+int cmd_bench(const Args& args) {
+  BenchSettings set;
+  Flags flags("tapestry bench [options]", kAbout);
+  set.declare(flags);
+  if (!flags.parse(args)) return 0;
+  const BenchShape s = set.shape();
+  if (set.threads > 0) blas::set_threads(static_cast<int>(set.threads));
+
+  Rng data_rng(static_cast<uint64_t>(set.seed));
+  const std::vector<Batch> pool = make_bench_batches(s, data_rng);
+  Seq2Seq model(bench_model_config(s, static_cast<uint64_t>(set.seed)));
+  TrainOptions topt;
+  topt.optimizer = "adam";
+  topt.lr = set.lr;
+  topt.clip = set.clip;
+  topt.teacher_forcing = 1.0;
+  Trainer trainer(model, topt);
+  const int64_t n_params = model.num_parameters();
+  const int blas_threads = blas::threads();
+  fmt::print(
+      "# tapestry  blas_threads={}  config={} V={} E={} H={} A={} B={} S={} T={} bidir={} "
+      "proj=batched params={}\n",
+      blas_threads, set.config, s.vocab, s.emb, s.hidden, s.attn, s.batch, s.src_len, s.tgt_len,
+      s.bidir ? "True" : "False", n_params);
+  std::fflush(stdout);
+
+  std::vector<double> losses, times;
+  int64_t skipped = 0;
+  for (int64_t i = 0; i < s.warmup + s.iters; ++i) {
+    const Batch& batch = pool[static_cast<size_t>(i % s.pool)];
+    const auto t0 = Clock::now();
+    const double loss = trainer.step(batch);
+    const double dt = seconds_since(t0);
+    losses.push_back(loss);
+    if (!std::isfinite(trainer.last_grad_norm())) ++skipped;
+    if (i >= s.warmup) times.push_back(dt);
+  }
+  const Summary tr = summarize(times);
+  double real_tgt = 0, real_src = 0;
+  for (const Batch& b : pool) {
+    real_tgt += static_cast<double>(b.target_tokens());
+    for (int64_t n : b.src_lengths) real_src += static_cast<double>(n);
+  }
+  real_tgt /= static_cast<double>(pool.size());
+  real_src /= static_cast<double>(pool.size());
+  const GemmFlops flops = train_gemm_flops(s, real_src);
+  const double positions = static_cast<double>(s.batch * s.tgt_len);
+
+  nlohmann::json res;
+  res["impl"] = "tapestry";
+  res["config"] = set.config;
+  res["threads"] = blas_threads;
+  res["blas_threads"] = blas_threads;
+  res["bidir"] = s.bidir;
+  res["proj"] = "batched";
+  res["vocab"] = s.vocab;
+  res["emb"] = s.emb;
+  res["hid"] = s.hidden;
+  res["attn_dim"] = s.attn;
+  res["batch"] = s.batch;
+  res["src_len"] = s.src_len;
+  res["tgt_len"] = s.tgt_len;
+  res["params"] = n_params;
+  res["train_ms_median"] = tr.median * 1e3;
+  res["train_ms_min"] = tr.min * 1e3;
+  res["train_ms_p90"] = tr.p90 * 1e3;
+  res["train_tok_s"] = positions / tr.median;      // decoder positions (B*T)
+  res["train_real_tok_s"] = real_tgt / tr.median;  // non-pad target tokens
+  res["loss_first"] = losses.front();
+  res["loss_last"] = losses.back();
+  res["skipped_steps"] = skipped;
+  res["gemm_gflop_per_step"] = flops.training * 1e-9;
+  res["train_gflops"] = flops.training / tr.median * 1e-9;
+  fmt::print(
+      "train : {:9.2f} ms/batch (min {:.2f}, p90 {:.2f}) over {} iters | {:10.0f} tgt pos/s, "
+      "{:10.0f} real tgt tok/s | loss {:.3f} -> {:.3f}\n",
+      tr.median * 1e3, tr.min * 1e3, tr.p90 * 1e3, s.iters, positions / tr.median,
+      real_tgt / tr.median, losses.front(), losses.back());
+  fmt::print(
+      "        analytic GEMM work {:.3f} GFLOP/step (fwd {:.3f}) -> {:.1f} GFLOP/s achieved\n",
+      flops.training * 1e-9, flops.forward * 1e-9, flops.training / tr.median * 1e-9);
+  if (set.peak_gflops > 0) {
+    const double frac = flops.training / tr.median * 1e-9 / set.peak_gflops;
+    res["frac_of_peak"] = frac;
+    fmt::print("        = {:.1f}% of {:.1f} GFLOP/s\n", 100 * frac, set.peak_gflops);
+  }
+  std::fflush(stdout);
+
+  if (set.decode) {
+    // decode_sent_s: the reference's work, T greedy steps for every batch (fixed_greedy). The
+    // library's greedy_decode, asked for T steps, stops once every row has emitted <eos>, which a
+    // briefly trained model does early; it is timed too, with the steps it actually ran.
+    DecodeOptions dopt;
+    dopt.max_len_ratio = 0;
+    dopt.max_len_extra = s.tgt_len;
+    std::vector<double> fixed_times, api_times, steps;
+    for (int64_t i = 0; i < s.warmup + s.decode_iters; ++i) {
+      const Batch& batch = pool[static_cast<size_t>(i % s.pool)];
+      auto t0 = Clock::now();
+      fixed_greedy(model, batch, s.tgt_len);
+      const double fixed = seconds_since(t0);
+      t0 = Clock::now();
+      auto hyps = greedy_decode(model, batch, dopt);
+      const double api = seconds_since(t0);
+      int64_t run = 0;
+      for (const auto& h : hyps) run = std::max(run, h.front().steps());
+      if (i >= s.warmup)
+        fixed_times.push_back(fixed), api_times.push_back(api),
+            steps.push_back(static_cast<double>(run));
+    }
+    const Summary de = summarize(fixed_times), api = summarize(api_times);
+    const double b = static_cast<double>(s.batch);
+    const double steps_mean =
+        std::accumulate(steps.begin(), steps.end(), 0.0) / static_cast<double>(steps.size());
+    res["decode_ms_median"] = de.median * 1e3;
+    res["decode_ms_min"] = de.min * 1e3;
+    res["decode_sent_s"] = b / de.median;
+    res["decode_tok_s"] = positions / de.median;
+    res["greedy_decode_ms_median"] = api.median * 1e3;
+    res["greedy_decode_sent_s"] = b / api.median;
+    res["greedy_decode_steps_min"] = *std::min_element(steps.begin(), steps.end());
+    res["greedy_decode_steps_mean"] = steps_mean;
+    res["greedy_decode_steps_max"] = *std::max_element(steps.begin(), steps.end());
+    fmt::print(
+        "decode: {:9.2f} ms/batch (min {:.2f}) over {} iters | {:10.1f} sent/s ({} greedy steps, "
+        "batch {})\n",
+        de.median * 1e3, de.min * 1e3, s.decode_iters, b / de.median, s.tgt_len, s.batch);
+    fmt::print(
+        "        models::greedy_decode: {:.2f} ms/batch | {:.1f} sent/s, stopping at <eos> after "
+        "{:.2f} steps on average (min {}, max {}) of {}\n",
+        api.median * 1e3, b / api.median, steps_mean, res["greedy_decode_steps_min"].get<double>(),
+        res["greedy_decode_steps_max"].get<double>(), s.tgt_len);
+  }
+  if (set.phases) {
+    const PhaseTimes p = time_phases(model, pool, s, set.lr, set.clip);
+    res["fwd_ms_median"] = p.forward_ms;
+    res["bwd_ms_median"] = p.backward_ms;
+    res["opt_ms_median"] = p.opt_ms;
+    fmt::print(
+        "phases: (a separate pass, medians) forward {:.2f} ms, backward {:.2f} ms, clip+Adam "
+        "{:.2f} ms\n",
+        p.forward_ms, p.backward_ms, p.opt_ms);
+  }
+  res["peak_rss_mb"] = peak_rss_mb();
+  fmt::print("RESULT {}\n", res.dump());
+  return 0;
+}
+
+}  // namespace tapestry::cli
