@@ -26,11 +26,6 @@ int64_t Shape::dim(int a) const {
   return dims_[axis(a, "dim")];
 }
 
-int64_t Shape::numel() const {
-  int64_t n = 1;
-  for (int i = 0; i < ndim_; ++i) n *= dims_[i];
-  return n;
-}
 
 int Shape::axis(int a, const char* op) const {
   int r = a < 0 ? a + ndim_ : a;

@@ -22,7 +22,12 @@ class Shape {
   int64_t& operator[](int i) { return dims_[i]; }
   // Dimension at `axis`, which may be negative (counted from the end).
   int64_t dim(int axis) const;
-  int64_t numel() const;
+  // Inline so loops bounded by a tensor's numel() can hoist it.
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < ndim_; ++i) n *= dims_[i];
+    return n;
+  }
   std::span<const int64_t> dims() const { return {dims_.data(), static_cast<size_t>(ndim_)}; }
   int64_t back() const { return dims_[ndim_ - 1]; }
 

@@ -99,7 +99,7 @@ void for_each_permuted(const Shape& x, std::span<const int64_t> perm, F&& f) {
     f(0, 0);
     return;
   }
-  int64_t x_stride[kMaxDims], dims[kMaxDims], stride[kMaxDims];
+  int64_t x_stride[kMaxDims] = {}, dims[kMaxDims] = {}, stride[kMaxDims] = {};
   int64_t s = 1;
   for (int k = nd - 1; k >= 0; --k) {
     x_stride[k] = s;
