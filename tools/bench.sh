@@ -20,7 +20,7 @@ over the rounds, chosen separately for training and for decoding. Every run is w
   --rounds N             rounds per preset [3]
   --presets LIST         presets to run, in order ["tiny small medium"]
   --bidir                bidirectional encoder on both sides
-  --tapestry-threads L   OpenBLAS thread counts tried for Tapestry ["1 2"]
+  --tapestry-threads L   core counts tried for Tapestry ["1 2"]
   --no-build             use the existing build (TAPESTRY_BUILD_DIR, default build/)
   --no-peak              skip the sgemm peak (no % of peak column)
   --out DIR              keep every run's output there [BUILD/bench-DATE]
@@ -155,12 +155,9 @@ for preset in $presets; do
   echo "# $preset: $rounds rounds"
   for ((r = 1; r <= rounds; ++r)); do
     for t in $tapestry_threads; do
-      # The env as well as the flag, as the reference does: OpenBLAS starts its thread pool when
-      # it loads, and in a pool shrunk at run time a worker sometimes spun in sched_yield.
-      # (0: OpenBLAS's default, the environment left as it is.)
-      blas_env=()
-      ((t == 0)) || blas_env=("OPENBLAS_NUM_THREADS=$t")
-      run_one tapestry "t$t" "$preset" "$r" env "${blas_env[@]}" "$tapestry" bench \
+      # Tapestry spreads a batch over t cores itself, OpenBLAS single-threaded inside each (set
+      # in the environment too: OpenBLAS starts its own pool when it loads).
+      run_one tapestry "t$t" "$preset" "$r" env OPENBLAS_NUM_THREADS=1 "$tapestry" bench \
         --config "$preset" --threads "$t" "${bidir[@]}"
     done
     if ((have_torch)); then
@@ -198,7 +195,9 @@ def best(impl, preset, key):
     return label, med(groups[label], key), groups[label]
 
 def pct(runs):
-    p = peaks.get(str(runs[0]["blas_threads"]))
+    # Tapestry's cores, or the OpenBLAS threads PyTorch's products ran on.
+    r = runs[0]
+    p = peaks.get(str(r["threads"] if r["impl"] == "tapestry" else r["blas_threads"]))
     return f"{100 * med(runs, 'train_gflops') / p:.0f}%" if p else "-"
 
 def num(x, fmt="{:,.0f}"):

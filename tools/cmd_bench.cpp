@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "core/blas.h"
+#include "core/parallel.h"
 #include "models/decode.h"
 #include "models/train.h"
 #include "nn/clip.h"
@@ -34,9 +35,9 @@ constexpr const char* kAbout =
     "has emitted <eos>, is timed beside it). The last line is 'RESULT {json}' with the\n"
     "reference's keys (train_tok_s counts the B*T decoder positions, gemm_gflop_per_step is the\n"
     "reference's analytic matrix-product count) and peak_rss_mb (getrusage).\n\n"
-    "OpenBLAS sizes its thread pool when it loads: for --threads N also set\n"
-    "OPENBLAS_NUM_THREADS=N, as the reference does (a pool shrunk at run time keeps its\n"
-    "workers, and in some runs one spun in sched_yield, taking 3-7% of the CPU time).\n\n"
+    "Tapestry runs on --threads cores by training each batch as shards in parallel (and decoding\n"
+    "half a batch per core), with OpenBLAS single-threaded inside each; set\n"
+    "OPENBLAS_NUM_THREADS=1 as well, since OpenBLAS sizes its own pool when it loads.\n\n"
     "presets (V, E, H = A, B, S = T; warm-up, iterations):\n"
     "  tiny     32,   32,  64,  1, 10;  20, 200\n"
     "  small    1000, 64,  128, 32, 15;  5, 40\n"
@@ -60,8 +61,7 @@ struct BenchSettings {
     f.add("config", &config, "size preset; the flags below override single fields",
           bench_preset_names());
     f.add_switch("bidir", &bidir, "bidirectional encoder (D = 2H)");
-    f.add("threads", &threads,
-          "OpenBLAS threads (0: its default); best with OPENBLAS_NUM_THREADS=N", 0, 256);
+    f.add("threads", &threads, "cores Tapestry uses (0: all)", 0, 256);
     f.section("sizes (-1: the preset's)");
     f.add("vocab", &vocab, "V: source and target vocabulary, with the specials", -1, 1 << 24);
     f.add("emb", &emb, "E: embedding size", -1, 1 << 16);
@@ -201,7 +201,7 @@ int cmd_bench(const Args& args) {
   set.declare(flags);
   if (!flags.parse(args)) return 0;
   const BenchShape s = set.shape();
-  if (set.threads > 0) blas::set_threads(static_cast<int>(set.threads));
+  set_parallel_threads(static_cast<int>(set.threads));
 
   Rng data_rng(static_cast<uint64_t>(set.seed));
   const std::vector<Batch> pool = make_bench_batches(s, data_rng);
@@ -213,11 +213,11 @@ int cmd_bench(const Args& args) {
   topt.teacher_forcing = 1.0;
   Trainer trainer(model, topt);
   const int64_t n_params = model.num_parameters();
-  const int blas_threads = blas::threads();
+  const int blas_threads = blas::threads(), threads = parallel_threads();
   fmt::print(
-      "# tapestry  blas_threads={}  config={} V={} E={} H={} A={} B={} S={} T={} bidir={} "
-      "proj=batched params={}\n",
-      blas_threads, set.config, s.vocab, s.emb, s.hidden, s.attn, s.batch, s.src_len, s.tgt_len,
+      "# tapestry  threads={} blas_threads={}  config={} V={} E={} H={} A={} B={} S={} T={} "
+      "bidir={} proj=batched params={}\n",
+      threads, blas_threads, set.config, s.vocab, s.emb, s.hidden, s.attn, s.batch, s.src_len, s.tgt_len,
       s.bidir ? "True" : "False", n_params);
   std::fflush(stdout);
 
@@ -246,7 +246,7 @@ int cmd_bench(const Args& args) {
   nlohmann::json res;
   res["impl"] = "tapestry";
   res["config"] = set.config;
-  res["threads"] = blas_threads;
+  res["threads"] = threads;
   res["blas_threads"] = blas_threads;
   res["bidir"] = s.bidir;
   res["proj"] = "batched";
