@@ -2,7 +2,6 @@
 #include "core/blas.h"
 
 #include <cblas.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,8 +33,8 @@ struct GemmProfile {
     double total = 0;
     for (auto& r : rows) total += r.second.seconds;
     fmt::print(stderr, "gemm profile: {:.3f} s in {} shapes\n", total, rows.size());
-    fmt::print(stderr, "{:>3} {:>3} {:>7} {:>7} {:>7} {:>9} {:>10} {:>9} {:>6}\n", "ta", "tb",
-               "m", "n", "k", "calls", "ms", "GFLOP/s", "share");
+    fmt::print(stderr, "{:>3} {:>3} {:>7} {:>7} {:>7} {:>9} {:>10} {:>9} {:>6}\n", "ta", "tb", "m",
+               "n", "k", "calls", "ms", "GFLOP/s", "share");
     for (size_t i = 0; i < rows.size() && i < 40; ++i) {
       auto [ta, tb, m, n, k] = rows[i].first;
       const Entry& e = rows[i].second;
@@ -63,7 +62,8 @@ class GemmTimer {
   }
   ~GemmTimer() {
     if (!p_) return;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     std::lock_guard lock(p_->mu);
     auto& e = p_->shapes[key_];
     ++e.calls;
@@ -83,6 +83,34 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   if (m == 0 || n == 0) return;
   GemmTimer timer(ta, tb, m, n, k);
   lda = std::max<int64_t>(lda, 1), ldb = std::max<int64_t>(ldb, 1);
+  // A product with one row or one column is a matrix-vector product: sgemv skips the packing
+  // sgemm does for its blocked kernel, which dominates at these sizes.
+  if ((m == 1 || n == 1) && k > 0 && beta == 0.0f) {
+    // sgemv scales y by beta before adding, and 0 * NaN (an uninitialised output) is NaN.
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0.0f;
+    beta = 1.0f;
+  }
+  if (m == 1 && k > 0) {  // c (1,N) = a (1,K) op(b): c^T = op(b)^T a^T
+    const int64_t a_step = ta ? lda : 1;
+    if (tb)  // b is (N,K): c = b a
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)n, (blasint)k, alpha, b, (blasint)ldb, a,
+                  (blasint)a_step, beta, c, 1);
+    else  // b is (K,N): c = b^T a
+      cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)k, (blasint)n, alpha, b, (blasint)ldb, a,
+                  (blasint)a_step, beta, c, 1);
+    return;
+  }
+  if (n == 1 && k > 0) {  // c (M,1) = op(a) b (K,1)
+    const int64_t b_step = tb ? 1 : ldb;
+    if (ta)  // a is (K,M): c = a^T b
+      cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)k, (blasint)m, alpha, a, (blasint)lda, b,
+                  (blasint)b_step, beta, c, (blasint)ldc);
+    else  // a is (M,K)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, alpha, a, (blasint)lda, b,
+                  (blasint)b_step, beta, c, (blasint)ldc);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,
               (blasint)ldc);

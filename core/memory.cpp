@@ -1,6 +1,9 @@
-// Memory: a size-class pool of 64-byte aligned blocks (4 classes per power of two).
+// Memory: a size-class pool of 64-byte aligned blocks (4 classes per power of two). Each thread
+// keeps its own free lists, so a steady step allocates and frees without a lock; a shared list
+// behind them takes a thread's blocks when it exits and serves other threads' misses.
 #include "core/memory.h"
 
+#include <atomic>
 #include <bit>
 #include <cstdlib>
 #include <mutex>
@@ -31,90 +34,123 @@ int size_class_of(size_t bytes) {
   return c;
 }
 
-struct Pool {
+void destroy(Storage* s) {
+  ::operator delete(s->data, std::align_val_t(kAlign));
+  delete s;
+}
+
+struct Counters {
+  std::atomic<size_t> in_use{0}, cached{0}, system{0}, hits{0};
+};
+
+Counters& counters() {
+  static Counters* c = new Counters();  // never destroyed: tensors in statics may outlive main
+  return *c;
+}
+
+// The shared lists: a thread's blocks when it exits, and what release_cached_memory drops.
+struct Shared {
   std::mutex mu;
-  std::vector<Storage*> free_lists[kClasses];
-  MemoryStats stats;
+  std::vector<Storage*> lists[kClasses];
+};
 
-  ~Pool() {
-    for (auto& list : free_lists)
-      for (Storage* s : list) destroy(s);
-  }
+Shared& shared() {
+  static Shared* s = new Shared();
+  return *s;
+}
 
-  static void destroy(Storage* s) {
-    ::operator delete(s->data, std::align_val_t(kAlign));
-    delete s;
+// One thread's free lists; handed to the shared lists when the thread ends.
+struct Local {
+  std::vector<Storage*> lists[kClasses];
+  ~Local() {
+    Shared& sh = shared();
+    std::lock_guard lock(sh.mu);
+    for (int c = 0; c < kClasses; ++c) {
+      sh.lists[c].insert(sh.lists[c].end(), lists[c].begin(), lists[c].end());
+      lists[c].clear();
+    }
   }
 };
 
-Pool& pool() {
-  static Pool* p = new Pool();  // never destroyed: tensors in static objects may outlive main
-  return *p;
+Local& local() {
+  thread_local Local l;
+  return l;
 }
 
 }  // namespace
 
 StorageRef allocate_storage(size_t bytes) {
   if (bytes == 0) bytes = 1;
-  int c = size_class_of(bytes);
-  Pool& p = pool();
+  const int c = size_class_of(bytes);
+  Counters& n = counters();
   Storage* s = nullptr;
-  {
-    std::lock_guard lock(p.mu);
-    if (c < kClasses && !p.free_lists[c].empty()) {
-      s = p.free_lists[c].back();
-      p.free_lists[c].pop_back();
-      p.stats.bytes_cached -= s->bytes;
-      ++p.stats.pool_hits;
+  if (c < kClasses) {
+    auto& list = local().lists[c];
+    if (!list.empty()) {
+      s = list.back();
+      list.pop_back();
     } else {
-      ++p.stats.system_allocations;
+      Shared& sh = shared();
+      std::lock_guard lock(sh.mu);
+      if (!sh.lists[c].empty()) {
+        s = sh.lists[c].back();
+        sh.lists[c].pop_back();
+      }
     }
-    if (s) p.stats.bytes_in_use += s->bytes;
   }
-  if (!s) {
-    size_t size = c < kClasses ? class_size(c) : bytes;
+  if (s) {
+    n.cached.fetch_sub(s->bytes, std::memory_order_relaxed);
+    n.hits.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    const size_t size = c < kClasses ? class_size(c) : bytes;
     s = new Storage();
     s->size_class = c;
     s->bytes = size;
     s->data = ::operator new(size, std::align_val_t(kAlign));
-    std::lock_guard lock(p.mu);
-    p.stats.bytes_in_use += s->bytes;
+    n.system.fetch_add(1, std::memory_order_relaxed);
   }
+  n.in_use.fetch_add(s->bytes, std::memory_order_relaxed);
   return StorageRef(s);
 }
 
 void StorageRef::release() {
   if (!s_) return;
   if (s_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    Pool& p = pool();
-    std::lock_guard lock(p.mu);
-    p.stats.bytes_in_use -= s_->bytes;
+    Counters& n = counters();
+    n.in_use.fetch_sub(s_->bytes, std::memory_order_relaxed);
     if (s_->size_class < kClasses) {
-      p.free_lists[s_->size_class].push_back(s_);
-      p.stats.bytes_cached += s_->bytes;
+      local().lists[s_->size_class].push_back(s_);
+      n.cached.fetch_add(s_->bytes, std::memory_order_relaxed);
     } else {
-      Pool::destroy(s_);
+      destroy(s_);
     }
   }
   s_ = nullptr;
 }
 
 MemoryStats memory_stats() {
-  Pool& p = pool();
-  std::lock_guard lock(p.mu);
-  return p.stats;
+  Counters& n = counters();
+  MemoryStats m;
+  m.bytes_in_use = n.in_use.load(std::memory_order_relaxed);
+  m.bytes_cached = n.cached.load(std::memory_order_relaxed);
+  m.system_allocations = n.system.load(std::memory_order_relaxed);
+  m.pool_hits = n.hits.load(std::memory_order_relaxed);
+  return m;
 }
 
 void release_cached_memory() {
-  Pool& p = pool();
-  std::lock_guard lock(p.mu);
-  for (auto& list : p.free_lists) {
+  Counters& n = counters();
+  auto drop = [&](std::vector<Storage*>& list) {
     for (Storage* s : list) {
-      p.stats.bytes_cached -= s->bytes;
-      Pool::destroy(s);
+      n.cached.fetch_sub(s->bytes, std::memory_order_relaxed);
+      destroy(s);
     }
     list.clear();
-  }
+  };
+  for (auto& list : local().lists) drop(list);
+  Shared& sh = shared();
+  std::lock_guard lock(sh.mu);
+  for (auto& list : sh.lists) drop(list);
 }
 
 }  // namespace tapestry

@@ -1,5 +1,5 @@
-// Memory: reference-counted storage blocks recycled through a size-class pool, so a steady
-// training step (the same shapes every step) takes no memory from the system allocator.
+// Memory: reference-counted storage blocks recycled through per-thread size-class pools, so a
+// steady training step (the same shapes every step) takes no memory from the system allocator.
 #pragma once
 
 #include <atomic>
@@ -62,7 +62,8 @@ struct MemoryStats {
 };
 MemoryStats memory_stats();
 
-// Returns every cached free block to the system.
+// Returns the calling thread's cached free blocks and the shared ones to the system (other
+// threads keep their own caches until they exit).
 void release_cached_memory();
 
 }  // namespace tapestry

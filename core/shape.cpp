@@ -26,7 +26,6 @@ int64_t Shape::dim(int a) const {
   return dims_[axis(a, "dim")];
 }
 
-
 int Shape::axis(int a, const char* op) const {
   int r = a < 0 ? a + ndim_ : a;
   if (r < 0 || r >= ndim_)

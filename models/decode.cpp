@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/parallel.h"
+#include "ops/kernels.h"
 #include "ops/ops.h"
 
 namespace tapestry::models {
@@ -32,6 +34,8 @@ void check_options(const DecodeOptions& o) {
   if (o.nbest < 1 || o.nbest > o.beam)
     throw ValueError(fmt::format("decode: nbest must be between 1 and the beam width {}, got {}",
                                  o.beam, o.nbest));
+  if (o.shards < 1 || o.shards > 64)
+    throw ValueError(fmt::format("decode: shards must be 1 to 64, got {}", o.shards));
   if (!(o.max_len_ratio >= 0) || o.max_len_extra < 0 || o.max_len_ratio * 1000 + 1 <= 0)
     throw ValueError(fmt::format("decode: max length ratio {} and extra {} must not be negative",
                                  o.max_len_ratio, o.max_len_extra));
@@ -42,31 +46,60 @@ double normalised(double log_prob, int64_t steps, double alpha) {
                     : log_prob / std::pow(static_cast<double>(std::max<int64_t>(steps, 1)), alpha);
 }
 
-// Row r's log-probabilities (V floats, as double).
+// One step's log-probabilities, (B,V) row-major.
 struct LogProbs {
-  Tensor t;
-  int64_t v;
-  double at(int64_t r, int64_t j) const { return t.at(r * v + j); }
+  std::vector<double> lp;
+  int64_t v = 0;
+  double at(int64_t r, int64_t j) const { return lp[static_cast<size_t>(r * v + j)]; }
+  // The most likely token of row r (the lowest id among equals).
+  int64_t best(int64_t r) const {
+    const double* row = lp.data() + r * v;
+    return std::max_element(row, row + v) - row;
+  }
 };
 
+// Row log-softmax in T: the exp loop over the vocabulary vectorises (the fast float32 exp),
+// the sum stays sequential; written out as double.
+template <class T>
+void row_log_softmax(const T* z, int64_t v, T* scratch, double* out) {
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t j = Vocab::kEos; j < v; ++j) m = std::max(m, z[j]);
+  for (int64_t j = 0; j < v; ++j) scratch[j] = ops::detail::exp(z[j] - m);
+  T s = 0;
+  for (int64_t j = Vocab::kEos; j < v; ++j) s += scratch[j];
+  const T ls = std::log(s);
+  for (int64_t j = 0; j < v; ++j) out[j] = static_cast<double>((z[j] - m) - ls);
+}
+
 // log p(y_t = j) over the tokens a translation may hold: <pad> and <bos> are never outputs, so
-// they are masked out of the softmax (their log-probability is exactly -inf).
-LogProbs step_log_probs(Seq2Seq& model, Tape& tape, const Var& features) {
+// they are left out of the softmax (their log-probability is exactly -inf).
+void step_log_probs(Seq2Seq& model, Tape& tape, const Var& features, LogProbs& out) {
+  static_assert(Vocab::kPad < Vocab::kEos && Vocab::kBos < Vocab::kEos);
   Var z = model.decoder().logits(tape, features, model.rng());
-  const int64_t v = z.dim(1);
-  Tensor outputs = Tensor::full({1, v}, 1.0, z.dtype());
-  outputs.set(Vocab::kPad, 0.0);
-  outputs.set(Vocab::kBos, 0.0);
-  Var lp = ops::log_softmax(z, -1, outputs);
-  return {lp.value(), v};
+  const int64_t b = z.dim(0), v = z.dim(1);
+  out.v = v;
+  out.lp.resize(static_cast<size_t>(b * v));
+  dispatch(z.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    thread_local std::vector<T> scratch;
+    scratch.resize(static_cast<size_t>(v));
+    const T* pz = z.value().data<T>();
+    for (int64_t r = 0; r < b; ++r)
+      row_log_softmax(pz + r * v, v, scratch.data(), out.lp.data() + r * v);
+  });
+  for (int64_t r = 0; r < b; ++r)
+    out.lp[static_cast<size_t>(r * v + Vocab::kPad)] =
+        out.lp[static_cast<size_t>(r * v + Vocab::kBos)] = -std::numeric_limits<double>::infinity();
 }
 
 // Appends row r of the step's weights (its first s entries) to a hypothesis' attention.
 void append_weights(std::vector<float>& out, const Var& weights, int64_t r, int64_t s) {
   if (!weights.value().defined()) return;
   const int64_t cols = weights.dim(1);
-  for (int64_t j = 0; j < s; ++j)
-    out.push_back(static_cast<float>(weights.value().at(r * cols + j)));
+  dispatch(weights.dtype(), [&](auto tag) {
+    const auto* row = weights.value().data<decltype(tag)>() + r * cols;
+    for (int64_t j = 0; j < s; ++j) out.push_back(static_cast<float>(row[j]));
+  });
 }
 
 }  // namespace
@@ -76,10 +109,10 @@ int64_t max_decode_steps(const DecodeOptions& o, int64_t s) {
          o.max_len_extra;
 }
 
-std::vector<std::vector<Hypothesis>> greedy_decode(Seq2Seq& model, const Batch& batch,
-                                                   const DecodeOptions& options) {
-  check_options(options);
-  EvalScope eval(model);
+namespace {
+
+std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& batch,
+                                                  const DecodeOptions& options) {
   Tape tape;
   NoGrad no_grad(tape);
   const int64_t b = batch.size;
@@ -96,13 +129,12 @@ std::vector<std::vector<Hypothesis>> greedy_decode(Seq2Seq& model, const Batch& 
   }
   std::vector<bool> done(static_cast<size_t>(b), false);
   std::vector<int32_t> y(static_cast<size_t>(b), Vocab::kBos);
-  for (int64_t t = 0; t < longest && open > 0; ++t) {
+  LogProbs lp;
+  for (int64_t t = 0; t < longest && (open > 0 || !options.early_exit); ++t) {
     DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
-    LogProbs lp = step_log_probs(model, tape, step.features);
+    step_log_probs(model, tape, step.features, lp);
     for (int64_t r = 0; r < b; ++r) {
-      int64_t best = 0;
-      for (int64_t j = 1; j < lp.v; ++j)
-        if (lp.at(r, j) > lp.at(r, best)) best = j;
+      const int64_t best = lp.best(r);
       y[r] = static_cast<int32_t>(best);
       if (done[r]) continue;
       Hypothesis& h = hyps[r];
@@ -126,10 +158,8 @@ std::vector<std::vector<Hypothesis>> greedy_decode(Seq2Seq& model, const Batch& 
   return out;
 }
 
-std::vector<std::vector<Hypothesis>> beam_decode(Seq2Seq& model, const Batch& batch,
-                                                 const DecodeOptions& options) {
-  check_options(options);
-  EvalScope eval(model);
+std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& batch,
+                                                const DecodeOptions& options) {
   Tape tape;
   NoGrad no_grad(tape);
   const int64_t b = batch.size, k = options.beam;
@@ -168,9 +198,10 @@ std::vector<std::vector<Hypothesis>> beam_decode(Seq2Seq& model, const Batch& ba
     int64_t slot, token;
   };
   std::vector<Candidate> cands;
-  for (int64_t t = 0; t < longest && open > 0; ++t) {
+  LogProbs lp;
+  for (int64_t t = 0; t < longest && (open > 0 || !options.early_exit); ++t) {
     DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
-    LogProbs lp = step_log_probs(model, tape, step.features);
+    step_log_probs(model, tape, step.features, lp);
     for (int64_t s = 0; s < b; ++s) {
       Sentence& st = sents[s];
       const int64_t row0 = s * k;
@@ -252,6 +283,39 @@ std::vector<std::vector<Hypothesis>> beam_decode(Seq2Seq& model, const Batch& ba
     out.push_back(std::move(st.finished));
   }
   return out;
+}
+
+// Decodes the batch's rows in options.shards contiguous parts, in parallel, concatenated.
+template <class F>
+std::vector<std::vector<Hypothesis>> sharded(Seq2Seq& model, const Batch& batch,
+                                             const DecodeOptions& options, F shard) {
+  check_options(options);
+  EvalScope eval(model);
+  const auto shards = static_cast<int>(std::min<int64_t>(options.shards, batch.size));
+  if (shards <= 1) return shard(model, batch, options);
+  std::vector<Batch> parts;
+  for (int k = 0; k < shards; ++k) {
+    const int64_t begin = batch.size * k / shards, end = batch.size * (k + 1) / shards;
+    parts.push_back(slice_rows(batch, begin, end - begin));
+  }
+  std::vector<std::vector<std::vector<Hypothesis>>> outs(static_cast<size_t>(shards));
+  parallel_run(shards, [&](int k) { outs[k] = shard(model, parts[k], options); });
+  std::vector<std::vector<Hypothesis>> all;
+  for (auto& o : outs)
+    for (auto& h : o) all.push_back(std::move(h));
+  return all;
+}
+
+}  // namespace
+
+std::vector<std::vector<Hypothesis>> greedy_decode(Seq2Seq& model, const Batch& batch,
+                                                   const DecodeOptions& options) {
+  return sharded(model, batch, options, greedy_shard);
+}
+
+std::vector<std::vector<Hypothesis>> beam_decode(Seq2Seq& model, const Batch& batch,
+                                                 const DecodeOptions& options) {
+  return sharded(model, batch, options, beam_shard);
 }
 
 std::vector<std::vector<Hypothesis>> decode(Seq2Seq& model, const Batch& batch,

@@ -17,6 +17,12 @@ struct DecodeOptions {
   int64_t max_len_extra = 5;
   // Hypotheses are ranked by log p / steps^length_penalty (0: raw log-probability).
   double length_penalty = 1.0;
+  // false: keep stepping every row to the longest limit even once all have ended (the work of a
+  // fixed-length decoder, for benchmarks); the hypotheses are the same either way.
+  bool early_exit = true;
+  // The batch's rows are decoded in this many shards, in parallel on the cores of
+  // core/parallel.h; always the same shards, so results do not depend on the number of cores.
+  int64_t shards = 2;
 };
 
 struct Hypothesis {

@@ -7,7 +7,8 @@
 
 namespace tapestry::nn {
 
-// Returns the L2 norm of all gradients taken together (accumulated in double) and, when
+// Returns the L2 norm of all gradients taken together (blocks of 4096 squares summed in the
+// gradient's dtype, as PyTorch sums in float32, the blocks in double) and, when
 // max_norm / (norm + 1e-6) < 1, scales every gradient by that factor. Parameters with an undefined
 // gradient are skipped. A non-finite norm (an inf or NaN gradient) is returned with the gradients
 // left unchanged, so the caller can see it and skip the step instead of training on garbage; this

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/parallel.h"
+
 namespace tapestry::nn {
 
 namespace {
@@ -208,6 +210,40 @@ void SGD::step() {
 // ---------------------------------------------------------------------------------------------
 // Adam and AdamW
 
+namespace {
+
+// Parameters at least this large are updated in two halves, one per core.
+constexpr int64_t kParallelElements = 1 << 15;
+
+template <class T>
+struct AdamScalars {
+  T b1, b2, c1, c2, eps, wd, keep, ss, bcs;
+};
+
+// The update on n elements; restrict pointers and no branch in the common loop, so it vectorises.
+template <class T>
+void adam_update(T* __restrict x, const T* __restrict dx, T* __restrict m, T* __restrict v,
+                 int64_t n, const AdamScalars<T>& k) {
+  if (k.keep == T(1) && k.wd == T(0)) {
+    for (int64_t j = 0; j < n; ++j) {
+      const T g = dx[j];
+      m[j] = k.b1 * m[j] + k.c1 * g;
+      v[j] = k.b2 * v[j] + k.c2 * g * g;
+      x[j] -= k.ss * (m[j] / (std::sqrt(v[j]) / k.bcs + k.eps));
+    }
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    x[j] *= k.keep;
+    const T g = dx[j] + k.wd * x[j];
+    m[j] = k.b1 * m[j] + k.c1 * g;
+    v[j] = k.b2 * v[j] + k.c2 * g * g;
+    x[j] -= k.ss * (m[j] / (std::sqrt(v[j]) / k.bcs + k.eps));
+  }
+}
+
+}  // namespace
+
 Adam::Adam(std::vector<Parameter*> params, double lr, double beta1, double beta2, double eps,
            double weight_decay)
     : Adam(std::move(params), lr, beta1, beta2, eps, weight_decay, false, "adam") {}
@@ -242,23 +278,22 @@ void Adam::step() {
     Tensor& v_tensor = slot(1, i);
     dispatch(p.value.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      const T b1 = static_cast<T>(beta1_), b2 = static_cast<T>(beta2_);
-      const T c1 = static_cast<T>(1 - beta1_), c2 = static_cast<T>(1 - beta2_);
-      const T eps = static_cast<T>(eps_), wd = static_cast<T>(l2), keep = static_cast<T>(shrink);
-      const T ss = static_cast<T>(step_size), bcs = static_cast<T>(bc2_sqrt);
+      AdamScalars<T> k;
+      k.b1 = static_cast<T>(beta1_), k.b2 = static_cast<T>(beta2_);
+      k.c1 = static_cast<T>(1 - beta1_), k.c2 = static_cast<T>(1 - beta2_);
+      k.eps = static_cast<T>(eps_), k.wd = static_cast<T>(l2), k.keep = static_cast<T>(shrink);
+      k.ss = static_cast<T>(step_size), k.bcs = static_cast<T>(bc2_sqrt);
       T* x = p.value.data<T>();
       const T* dx = p.grad.data<T>();
       T* m = m_tensor.data<T>();
       T* v = v_tensor.data<T>();
-      for (int64_t j = 0, n = p.numel(); j < n; ++j) {
-        if (keep != 1) x[j] *= keep;
-        T g = dx[j];
-        if (wd != 0) g += wd * x[j];
-        m[j] = b1 * m[j] + c1 * g;
-        v[j] = b2 * v[j] + c2 * g * g;
-        const T denom = std::sqrt(v[j]) / bcs + eps;
-        x[j] -= ss * (m[j] / denom);
-      }
+      // Elementwise, so halves on two cores give the same result as one pass.
+      const int64_t n = p.numel();
+      const int halves = n >= kParallelElements ? 2 : 1;
+      parallel_run(halves, [&](int h) {
+        const int64_t begin = n * h / halves, end = n * (h + 1) / halves;
+        adam_update(x + begin, dx + begin, m + begin, v + begin, end - begin, k);
+      });
     });
   }
 }

@@ -74,9 +74,7 @@ Var additive_scores(const Var& p, const Var& q, const Var& v) {
         const T* pr = pp + (i * s + j) * a;
         const T* qr = pq + i * a;
         for (int64_t k = 0; k < a; ++k) row[k] = detail::tanh(pr[k] + qr[k]);
-        T sum = 0;
-        for (int64_t k = 0; k < a; ++k) sum += pv[k] * row[k];
-        pe[i * s + j] = sum;
+        pe[i * s + j] = detail::dot(pv, row, a);
       }
   });
   if (!tape) return Var(std::move(e));
@@ -131,10 +129,7 @@ Var dot_scores(const Var& keys, const Var& q) {
     T* pe = e.data<T>();
     for (int64_t i = 0; i < b; ++i)
       for (int64_t j = 0; j < s; ++j) {
-        const T* row = pk + (i * s + j) * k;
-        T sum = 0;
-        for (int64_t c = 0; c < k; ++c) sum += row[c] * pq[i * k + c];
-        pe[i * s + j] = sum;
+        pe[i * s + j] = detail::dot(pk + (i * s + j) * k, pq + i * k, k);
       }
   });
   Tape* tape = recording_tape({&keys, &q});
@@ -165,11 +160,7 @@ void weighted_sum_backward(Tape& tape, const Node& n) {
       for (int64_t j = 0; j < s; ++j) {
         const T* row = pv + (i * s + j) * k;
         const T* g = dc + i * k;
-        if (pda) {
-          T sum = 0;
-          for (int64_t c = 0; c < k; ++c) sum += g[c] * row[c];
-          pda[i * s + j] += sum;
-        }
+        if (pda) pda[i * s + j] += detail::dot(g, row, k);
         if (pdv) {
           const T w = pa[i * s + j];
           T* d = pdv + (i * s + j) * k;

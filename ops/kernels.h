@@ -70,6 +70,22 @@ T sigmoid(T x) {
   }
 }
 
+// sum_i a[i] b[i] over independent lanes, which vectorise (a plain running sum is one dependent
+// chain the compiler may not reorder); the lanes are added in a fixed order, so the result is
+// deterministic.
+template <class T>
+T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
+  constexpr int kLanes = 64 / sizeof(T);
+  T acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int u = 0; u < kLanes; ++u) acc[u] += a[i + u] * b[i + u];
+  T sum = 0;
+  for (int u = 0; u < kLanes; ++u) sum += acc[u];
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
 // Throws DTypeError naming `op` when the operands' dtypes differ.
 inline void same_dtype(const char* op, const Var& a, const Var& b) {
   check_same_dtype(op, {&a.value(), &b.value()});

@@ -30,9 +30,9 @@ constexpr const char* kAbout =
     "attention, a GRU decoder and an output layer over s_t alone; random tokens 3..V-1 with row\n"
     "lengths uniform in [ceil(0.7 L), L], a pool of 8 batches cycled. After the warm-up it takes\n"
     "the median over iterations of a full training step (forward, backward, clipping at norm 1.0,\n"
-    "Adam lr 1e-3), then of greedy decoding of a batch for T steps (decode_sent_s; every row\n"
-    "runs all T steps, as in the reference; models::greedy_decode, which stops once every row\n"
-    "has emitted <eos>, is timed beside it). The last line is 'RESULT {json}' with the\n"
+    "Adam lr 1e-3), then of greedy decoding of a batch for T steps (decode_sent_s: every row\n"
+    "runs all T steps, as in the reference; the same decoder stopping once every row has\n"
+    "emitted <eos> is timed beside it). The last line is 'RESULT {json}' with the\n"
     "reference's keys (train_tok_s counts the B*T decoder positions, gemm_gflop_per_step is the\n"
     "reference's analytic matrix-product count) and peak_rss_mb (getrusage).\n\n"
     "Tapestry runs on --threads cores by training each batch as shards in parallel (and decoding\n"
@@ -139,27 +139,6 @@ double peak_rss_mb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux reports kilobytes
 }
 
-// Greedy decoding as the reference does it: `steps` steps for every row, no stop at <eos>, each
-// step's token the argmax of the logits. Built from the model's own encode, step and logits.
-void fixed_greedy(Seq2Seq& model, const Batch& batch, int64_t steps) {
-  const bool was_training = model.training();
-  model.eval();
-  Tape tape;
-  NoGrad no_grad(tape);
-  nn::AttentionMemory memory = model.encode(tape, batch);
-  DecoderState state = model.decoder().start(tape, memory.summary);
-  std::vector<int32_t> y(static_cast<size_t>(batch.size), Vocab::kBos);
-  for (int64_t t = 0; t < steps; ++t) {
-    DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
-    const Tensor z = model.decoder().logits(tape, step.features, model.rng()).value();
-    const int64_t v = z.dim(1);
-    const float* p = z.data<float>();
-    for (int64_t r = 0; r < batch.size; ++r)
-      y[r] = static_cast<int32_t>(std::max_element(p + r * v, p + (r + 1) * v) - (p + r * v));
-  }
-  model.train(was_training);
-}
-
 // Trainer::step split at its phase boundaries, with its own optimizer (timing only).
 struct PhaseTimes {
   double forward_ms = 0, backward_ms = 0, opt_ms = 0;
@@ -217,8 +196,8 @@ int cmd_bench(const Args& args) {
   fmt::print(
       "# tapestry  threads={} blas_threads={}  config={} V={} E={} H={} A={} B={} S={} T={} "
       "bidir={} proj=batched params={}\n",
-      threads, blas_threads, set.config, s.vocab, s.emb, s.hidden, s.attn, s.batch, s.src_len, s.tgt_len,
-      s.bidir ? "True" : "False", n_params);
+      threads, blas_threads, set.config, s.vocab, s.emb, s.hidden, s.attn, s.batch, s.src_len,
+      s.tgt_len, s.bidir ? "True" : "False", n_params);
   std::fflush(stdout);
 
   std::vector<double> losses, times;
@@ -284,25 +263,27 @@ int cmd_bench(const Args& args) {
   std::fflush(stdout);
 
   if (set.decode) {
-    // decode_sent_s: the reference's work, T greedy steps for every batch (fixed_greedy). The
-    // library's greedy_decode, asked for T steps, stops once every row has emitted <eos>, which a
-    // briefly trained model does early; it is timed too, with the steps it actually ran.
+    // decode_sent_s: the reference's work, T greedy steps for every row of a batch: the library's
+    // greedy_decode told to run every step (early_exit off). Beside it, the same decoder stopping
+    // once every row has emitted <eos>, with the steps it actually ran.
     DecodeOptions dopt;
     dopt.max_len_ratio = 0;
     dopt.max_len_extra = s.tgt_len;
+    DecodeOptions fixed = dopt;
+    fixed.early_exit = false;
     std::vector<double> fixed_times, api_times, steps;
     for (int64_t i = 0; i < s.warmup + s.decode_iters; ++i) {
       const Batch& batch = pool[static_cast<size_t>(i % s.pool)];
       auto t0 = Clock::now();
-      fixed_greedy(model, batch, s.tgt_len);
-      const double fixed = seconds_since(t0);
+      greedy_decode(model, batch, fixed);
+      const double fixed_s = seconds_since(t0);
       t0 = Clock::now();
       auto hyps = greedy_decode(model, batch, dopt);
       const double api = seconds_since(t0);
       int64_t run = 0;
       for (const auto& h : hyps) run = std::max(run, h.front().steps());
       if (i >= s.warmup)
-        fixed_times.push_back(fixed), api_times.push_back(api),
+        fixed_times.push_back(fixed_s), api_times.push_back(api),
             steps.push_back(static_cast<double>(run));
     }
     const Summary de = summarize(fixed_times), api = summarize(api_times);
@@ -323,7 +304,7 @@ int cmd_bench(const Args& args) {
         "batch {})\n",
         de.median * 1e3, de.min * 1e3, s.decode_iters, b / de.median, s.tgt_len, s.batch);
     fmt::print(
-        "        models::greedy_decode: {:.2f} ms/batch | {:.1f} sent/s, stopping at <eos> after "
+        "        stopping at <eos>: {:.2f} ms/batch | {:.1f} sent/s, after "
         "{:.2f} steps on average (min {}, max {}) of {}\n",
         api.median * 1e3, b / api.median, steps_mean, res["greedy_decode_steps_min"].get<double>(),
         res["greedy_decode_steps_max"].get<double>(), s.tgt_len);
