@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +12,8 @@
 #include <mutex>
 #include <tuple>
 #include <vector>
+
+#include "core/parallel.h"
 
 namespace tapestry::blas {
 
@@ -76,11 +79,35 @@ class GemmTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
+// Products at least this large (multiply-adds) and this wide, called outside a parallel job, are
+// split by columns across the cores: each part packs only its columns of b, so a wide weight
+// matrix is packed once in all (batch shards would each pack all of it), and every element of c
+// is the same dot product in the same order as unsplit.
+constexpr int64_t kSplitWork = int64_t{1} << 22;
+constexpr int64_t kSplitColumns = 256;
+
+template <class T, class Part>
+bool split_columns(bool tb, int64_t m, int64_t n, int64_t k, const T* b, int64_t ldb, T* c,
+                   Part&& part) {
+  if (m * n * k < kSplitWork || n < kSplitColumns || in_parallel_region() || parallel_threads() < 2)
+    return false;
+  const int parts = parallel_threads();
+  parallel_run(parts, [&](int p) {
+    const int64_t begin = n * p / parts, end = n * (p + 1) / parts;
+    part(end - begin, tb ? b + begin * ldb : b + begin, c + begin);
+  });
+  return true;
+}
+
 }  // namespace
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if (split_columns(tb, m, n, k, b, ldb, c, [&](int64_t cols, const float* bp, float* cp) {
+        gemm(ta, tb, m, cols, k, alpha, a, lda, bp, ldb, beta, cp, ldc);
+      }))
+    return;
   GemmTimer timer(ta, tb, m, n, k);
   lda = std::max<int64_t>(lda, 1), ldb = std::max<int64_t>(ldb, 1);
   // A product with one row or one column is a matrix-vector product: sgemv skips the packing
@@ -119,11 +146,33 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if (split_columns(tb, m, n, k, b, ldb, c, [&](int64_t cols, const double* bp, double* cp) {
+        gemm(ta, tb, m, cols, k, alpha, a, lda, bp, ldb, beta, cp, ldc);
+      }))
+    return;
   GemmTimer timer(ta, tb, m, n, k);
   lda = std::max<int64_t>(lda, 1), ldb = std::max<int64_t>(ldb, 1);
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,
               (blasint)ldc);
+}
+
+void use_fastest_kernels(char** argv) {
+  if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("TAPESTRY_BLAS_REEXEC")) return;
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                      __builtin_cpu_supports("avx512vl");
+  if (!avx512) return;
+  setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+  setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  setenv("TAPESTRY_BLAS_REEXEC", "1", 1);  // once only, even if exec fails
+  execv("/proc/self/exe", argv);
+  // exec failed: carry on with the kernels already loaded.
+}
+
+const char* core_name() {
+  return openblas_get_corename();
 }
 
 void set_threads(int n) {

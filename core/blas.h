@@ -15,4 +15,15 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double al
 void set_threads(int n);
 int threads();
 
+// Debian's OpenBLAS 0.3.21 does not recognise recent AMD CPUs as AVX-512 capable and runs its
+// AVX2 (Haswell) kernels, at half the speed the CPU can reach. It reads OPENBLAS_CORETYPE (and
+// OPENBLAS_NUM_THREADS) only when it loads, so a program calls this first thing in main: when
+// the CPU has the AVX-512 subsets OpenBLAS's SkylakeX kernels use and the user has not chosen a
+// core type, it sets OPENBLAS_CORETYPE=SkylakeX and OPENBLAS_NUM_THREADS=1 (Tapestry spreads
+// work over the cores itself) and re-executes the program; otherwise it returns. Set
+// OPENBLAS_CORETYPE yourself to opt out (e.g. OPENBLAS_CORETYPE=Haswell).
+void use_fastest_kernels(char** argv);
+// The core type OpenBLAS runs ("Haswell", "SkylakeX", ...).
+const char* core_name();
+
 }  // namespace tapestry::blas

@@ -104,6 +104,10 @@ Pool& pool() {
 
 }  // namespace
 
+bool in_parallel_region() {
+  return in_parallel;
+}
+
 int parallel_threads() {
   const int w = wanted_threads.load();
   return std::min(w > 0 ? w : hardware_threads(), pool().workers() + 1);

@@ -18,5 +18,7 @@ void parallel_run(int n, const std::function<void(int)>& f);
 // threads; set_parallel_threads(0) restores that. Either also sets OpenBLAS to one thread.
 int parallel_threads();
 void set_parallel_threads(int n);
+// True inside a parallel_run job (where nested parallel_runs run serially).
+bool in_parallel_region();
 
 }  // namespace tapestry

@@ -46,50 +46,49 @@ double normalised(double log_prob, int64_t steps, double alpha) {
                     : log_prob / std::pow(static_cast<double>(std::max<int64_t>(steps, 1)), alpha);
 }
 
-// One step's log-probabilities, (B,V) row-major.
+// One step's log-probabilities, (B,V) row-major, in the model's dtype T.
+template <class T>
 struct LogProbs {
-  std::vector<double> lp;
+  std::vector<T> lp;
   int64_t v = 0;
   double at(int64_t r, int64_t j) const { return lp[static_cast<size_t>(r * v + j)]; }
   // The most likely token of row r (the lowest id among equals).
   int64_t best(int64_t r) const {
-    const double* row = lp.data() + r * v;
+    const T* row = lp.data() + r * v;
     return std::max_element(row, row + v) - row;
   }
 };
 
-// Row log-softmax in T: the exp loop over the vocabulary vectorises (the fast float32 exp),
-// the sum stays sequential; written out as double.
+// Row log-softmax: the loops over the vocabulary vectorise (the fast float32 exp), the sum of
+// the exponentials stays sequential.
 template <class T>
-void row_log_softmax(const T* z, int64_t v, T* scratch, double* out) {
+void row_log_softmax(const T* z, int64_t v, T* scratch, T* out) {
   T m = -std::numeric_limits<T>::infinity();
   for (int64_t j = Vocab::kEos; j < v; ++j) m = std::max(m, z[j]);
   for (int64_t j = 0; j < v; ++j) scratch[j] = ops::detail::exp(z[j] - m);
   T s = 0;
   for (int64_t j = Vocab::kEos; j < v; ++j) s += scratch[j];
   const T ls = std::log(s);
-  for (int64_t j = 0; j < v; ++j) out[j] = static_cast<double>((z[j] - m) - ls);
+  for (int64_t j = 0; j < v; ++j) out[j] = (z[j] - m) - ls;
 }
 
 // log p(y_t = j) over the tokens a translation may hold: <pad> and <bos> are never outputs, so
 // they are left out of the softmax (their log-probability is exactly -inf).
-void step_log_probs(Seq2Seq& model, Tape& tape, const Var& features, LogProbs& out) {
+template <class T>
+void step_log_probs(Seq2Seq& model, Tape& tape, const Var& features, LogProbs<T>& out) {
   static_assert(Vocab::kPad < Vocab::kEos && Vocab::kBos < Vocab::kEos);
   Var z = model.decoder().logits(tape, features, model.rng());
   const int64_t b = z.dim(0), v = z.dim(1);
   out.v = v;
   out.lp.resize(static_cast<size_t>(b * v));
-  dispatch(z.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    thread_local std::vector<T> scratch;
-    scratch.resize(static_cast<size_t>(v));
-    const T* pz = z.value().data<T>();
-    for (int64_t r = 0; r < b; ++r)
-      row_log_softmax(pz + r * v, v, scratch.data(), out.lp.data() + r * v);
-  });
-  for (int64_t r = 0; r < b; ++r)
-    out.lp[static_cast<size_t>(r * v + Vocab::kPad)] =
-        out.lp[static_cast<size_t>(r * v + Vocab::kBos)] = -std::numeric_limits<double>::infinity();
+  thread_local std::vector<T> scratch;
+  scratch.resize(static_cast<size_t>(v));
+  const T* pz = z.value().data<T>();
+  for (int64_t r = 0; r < b; ++r) {
+    T* row = out.lp.data() + r * v;
+    row_log_softmax(pz + r * v, v, scratch.data(), row);
+    row[Vocab::kPad] = row[Vocab::kBos] = -std::numeric_limits<T>::infinity();
+  }
 }
 
 // Appends row r of the step's weights (its first s entries) to a hypothesis' attention.
@@ -111,6 +110,7 @@ int64_t max_decode_steps(const DecodeOptions& o, int64_t s) {
 
 namespace {
 
+template <class T>
 std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& batch,
                                                   const DecodeOptions& options) {
   Tape tape;
@@ -129,7 +129,7 @@ std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& b
   }
   std::vector<bool> done(static_cast<size_t>(b), false);
   std::vector<int32_t> y(static_cast<size_t>(b), Vocab::kBos);
-  LogProbs lp;
+  LogProbs<T> lp;
   for (int64_t t = 0; t < longest && (open > 0 || !options.early_exit); ++t) {
     DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
     step_log_probs(model, tape, step.features, lp);
@@ -158,6 +158,7 @@ std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& b
   return out;
 }
 
+template <class T>
 std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& batch,
                                                 const DecodeOptions& options) {
   Tape tape;
@@ -198,7 +199,7 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
     int64_t slot, token;
   };
   std::vector<Candidate> cands;
-  LogProbs lp;
+  LogProbs<T> lp;
   for (int64_t t = 0; t < longest && (open > 0 || !options.early_exit); ++t) {
     DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
     step_log_probs(model, tape, step.features, lp);
@@ -310,12 +311,14 @@ std::vector<std::vector<Hypothesis>> sharded(Seq2Seq& model, const Batch& batch,
 
 std::vector<std::vector<Hypothesis>> greedy_decode(Seq2Seq& model, const Batch& batch,
                                                    const DecodeOptions& options) {
-  return sharded(model, batch, options, greedy_shard);
+  if (model.dtype() == DType::f64) return sharded(model, batch, options, greedy_shard<double>);
+  return sharded(model, batch, options, greedy_shard<float>);
 }
 
 std::vector<std::vector<Hypothesis>> beam_decode(Seq2Seq& model, const Batch& batch,
                                                  const DecodeOptions& options) {
-  return sharded(model, batch, options, beam_shard);
+  if (model.dtype() == DType::f64) return sharded(model, batch, options, beam_shard<double>);
+  return sharded(model, batch, options, beam_shard<float>);
 }
 
 std::vector<std::vector<Hypothesis>> decode(Seq2Seq& model, const Batch& batch,

@@ -194,10 +194,11 @@ int cmd_bench(const Args& args) {
   const int64_t n_params = model.num_parameters();
   const int blas_threads = blas::threads(), threads = parallel_threads();
   fmt::print(
-      "# tapestry  threads={} blas_threads={}  config={} V={} E={} H={} A={} B={} S={} T={} "
+      "# tapestry  threads={} blas_threads={} blas_core={}  config={} V={} E={} H={} A={} B={} "
+      "S={} T={} "
       "bidir={} proj=batched params={}\n",
-      threads, blas_threads, set.config, s.vocab, s.emb, s.hidden, s.attn, s.batch, s.src_len,
-      s.tgt_len, s.bidir ? "True" : "False", n_params);
+      threads, blas_threads, blas::core_name(), set.config, s.vocab, s.emb, s.hidden, s.attn,
+      s.batch, s.src_len, s.tgt_len, s.bidir ? "True" : "False", n_params);
   std::fflush(stdout);
 
   std::vector<double> losses, times;
@@ -227,6 +228,7 @@ int cmd_bench(const Args& args) {
   res["config"] = set.config;
   res["threads"] = threads;
   res["blas_threads"] = blas_threads;
+  res["blas_core"] = blas::core_name();
   res["bidir"] = s.bidir;
   res["proj"] = "batched";
   res["vocab"] = s.vocab;

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/blas.h"
+#include "core/parallel.h"
 #include "models/bleu.h"
 #include "models/evaluate.h"
 #include "models/metrics.h"
@@ -82,7 +82,7 @@ int cmd_train(const Args& args) {
     s.out = run.path();
   }
   s.check(flags);
-  if (s.threads > 0) blas::set_threads(static_cast<int>(s.threads));
+  set_parallel_threads(static_cast<int>(s.threads));
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
 

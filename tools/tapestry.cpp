@@ -5,6 +5,7 @@
 #include <exception>
 #include <string_view>
 
+#include "core/blas.h"
 #include "core/errors.h"
 #include "tools/cli.h"
 
@@ -42,6 +43,7 @@ void print_help() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tapestry::blas::use_fastest_kernels(argv);
   if (argc < 2) {
     print_help();
     return 2;

@@ -71,7 +71,7 @@ void TrainSettings::declare(Flags& f) {
   f.add("teacher-forcing", &teacher_forcing, "probability of feeding the gold previous token", 0,
         1);
   f.add("seed", &seed, "seed for data, initialisation, dropout and batch order", 0, kBig);
-  f.add("threads", &threads, "BLAS threads (0: OpenBLAS's default)", 0, 256);
+  f.add("threads", &threads, "cores to use (0: all)", 0, 256);
   f.add("time-limit", &time_limit, "stop training after this many minutes (0: none)", 0, 1e6);
   f.add("valid-decode", &valid_decode,
         "validation sentences decoded each epoch for BLEU and exact match (0: none)", 0, kBig);
