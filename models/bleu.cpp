@@ -9,52 +9,11 @@
 #include <unordered_map>
 
 #include "core/errors.h"
+#include "models/text.h"
 
 namespace tapestry::models {
 
 namespace {
-
-// Decodes the UTF-8 sequence at s[i]; returns its length, or 0 if it is not valid UTF-8
-// (such bytes are passed through untouched, as single non-space characters).
-size_t decode_utf8(std::string_view s, size_t i, char32_t& cp) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char b0 = byte(i);
-  if (b0 < 0x80) {
-    cp = b0;
-    return 1;
-  }
-  // The lead byte gives the length; the smallest codepoint of that length rejects overlongs.
-  size_t len = (b0 & 0xE0) == 0xC0 ? 2 : (b0 & 0xF0) == 0xE0 ? 3 : (b0 & 0xF8) == 0xF0 ? 4 : 0;
-  if (len == 0) return 0;
-  constexpr char32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  char32_t min = kMin[len];
-  cp = b0 & (0x7F >> len);
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return len;
-}
-
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 // Python's str.isspace(): sacreBLEU splits and strips with it, so NBSP separates words too.
 bool is_python_space(char32_t c) {
@@ -232,7 +191,7 @@ std::vector<std::string> split_whitespace(std::string_view line) {
   std::string word;
   for (size_t i = 0; i < line.size();) {
     char32_t cp;
-    size_t len = decode_utf8(line, i, cp);
+    size_t len = utf8_decode_at(line, i, cp);
     if (len && is_python_space(cp)) {
       if (!word.empty()) words.push_back(std::move(word));
       word.clear();
@@ -249,7 +208,7 @@ std::string_view rstrip_whitespace(std::string_view line) {
   size_t end = 0;  // just past the last character that is not whitespace
   for (size_t i = 0; i < line.size();) {
     char32_t cp;
-    size_t len = decode_utf8(line, i, cp);
+    size_t len = utf8_decode_at(line, i, cp);
     i += len ? len : 1;
     if (!len || !is_python_space(cp)) end = i;
   }
@@ -261,16 +220,16 @@ std::string lowercase_utf8(std::string_view text) {
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
     char32_t cp;
-    size_t len = decode_utf8(text, i, cp);
+    size_t len = utf8_decode_at(text, i, cp);
     if (!len) {
       out += text[i++];
       continue;
     }
     if (cp == 0x130) {  // İ lowercases to two codepoints: i and a combining dot above
       out += 'i';
-      append_utf8(out, 0x307);
+      utf8_append(out, 0x307);
     } else {
-      append_utf8(out, lower_codepoint(cp));
+      utf8_append(out, lower_codepoint(cp));
     }
     i += len;
   }

@@ -8,10 +8,7 @@
 
 namespace tapestry::models {
 
-namespace {
-
-// Decodes the sequence at s[i]; returns its length, 0 if it is not valid UTF-8.
-size_t decode_one(std::string_view s, size_t i, char32_t& out) {
+size_t utf8_decode_at(std::string_view s, size_t i, char32_t& out) {
   const auto c = static_cast<unsigned char>(s[i]);
   size_t n = 0;
   char32_t cp = 0, min = 0;
@@ -38,7 +35,7 @@ size_t decode_one(std::string_view s, size_t i, char32_t& out) {
   return n + 1;
 }
 
-void append_utf8(std::string& out, char32_t cp) {
+void utf8_append(std::string& out, char32_t cp) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);
   } else if (cp < 0x800) {
@@ -55,6 +52,8 @@ void append_utf8(std::string& out, char32_t cp) {
     out += static_cast<char>(0x80 | (cp & 0x3F));
   }
 }
+
+namespace {
 
 char32_t lower(char32_t c) {
   if (c >= 'A' && c <= 'Z') return c + 32;
@@ -117,7 +116,7 @@ bool is_split_punctuation(char32_t c) {
 std::optional<size_t> invalid_utf8_at(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     char32_t cp;
-    const size_t n = decode_one(s, i, cp);
+    const size_t n = utf8_decode_at(s, i, cp);
     if (n == 0) return i;
     i += n;
   }
@@ -128,7 +127,7 @@ std::vector<char32_t> utf8_decode(std::string_view s) {
   std::vector<char32_t> out;
   for (size_t i = 0; i < s.size();) {
     char32_t cp;
-    const size_t n = decode_one(s, i, cp);
+    const size_t n = utf8_decode_at(s, i, cp);
     if (n == 0) throw ValueError("utf8: invalid UTF-8 at byte " + std::to_string(i));
     out.push_back(cp);
     i += n;
@@ -138,7 +137,7 @@ std::vector<char32_t> utf8_decode(std::string_view s) {
 
 std::string utf8_encode(const std::vector<char32_t>& cps) {
   std::string out;
-  for (char32_t c : cps) append_utf8(out, c);
+  for (char32_t c : cps) utf8_append(out, c);
   return out;
 }
 
@@ -168,10 +167,10 @@ std::vector<std::string> tokenize(std::string_view line, const TextOptions& opti
       flush();
     } else if (options.split_punctuation && is_split_punctuation(c)) {
       flush();
-      append_utf8(current, c);
+      utf8_append(current, c);
       flush();
     } else {
-      append_utf8(current, c);
+      utf8_append(current, c);
     }
   }
   flush();

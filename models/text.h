@@ -13,6 +13,12 @@ namespace tapestry::models {
 // The byte offset of the first invalid UTF-8 sequence in `s`, or nullopt if it is valid.
 std::optional<size_t> invalid_utf8_at(std::string_view s);
 
+// Decodes the UTF-8 sequence that starts at s[i] into cp; returns its length in bytes, or 0 where
+// the bytes there are not valid UTF-8 (truncated, overlong, a surrogate, beyond U+10FFFF).
+size_t utf8_decode_at(std::string_view s, size_t i, char32_t& cp);
+// Appends cp as UTF-8.
+void utf8_append(std::string& out, char32_t cp);
+
 // Code points <-> UTF-8 (the input must be valid; see invalid_utf8_at).
 std::vector<char32_t> utf8_decode(std::string_view s);
 std::string utf8_encode(const std::vector<char32_t>& cps);

@@ -7,32 +7,14 @@
 #include <cmath>
 
 #include "tools/explain.h"
+#include "tools/report_html.h"
 
 namespace tapestry::cli {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
+std::string esc(std::string_view s) {
+  return html::escape(s);
 }
 
 // t in [-1, 1] to blue (negative), white (0), red (positive); with `sequential`, t in [0, 1] from
