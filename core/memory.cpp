@@ -59,6 +59,10 @@ Shared& shared() {
   return *s;
 }
 
+// Set once a thread's lists are gone: tensors in statics are released after the main thread's
+// thread-locals are destroyed, and must then go straight to the shared lists.
+thread_local bool t_local_gone = false;
+
 // One thread's free lists; handed to the shared lists when the thread ends.
 struct Local {
   std::vector<Storage*> lists[kClasses];
@@ -69,12 +73,15 @@ struct Local {
       sh.lists[c].insert(sh.lists[c].end(), lists[c].begin(), lists[c].end());
       lists[c].clear();
     }
+    t_local_gone = true;
   }
 };
 
-Local& local() {
+// This thread's lists, or null once they have been destroyed at thread exit.
+Local* local() {
+  if (t_local_gone) return nullptr;
   thread_local Local l;
-  return l;
+  return &l;
 }
 
 }  // namespace
@@ -85,10 +92,10 @@ StorageRef allocate_storage(size_t bytes) {
   Counters& n = counters();
   Storage* s = nullptr;
   if (c < kClasses) {
-    auto& list = local().lists[c];
-    if (!list.empty()) {
-      s = list.back();
-      list.pop_back();
+    Local* mine = local();
+    if (mine && !mine->lists[c].empty()) {
+      s = mine->lists[c].back();
+      mine->lists[c].pop_back();
     } else {
       Shared& sh = shared();
       std::lock_guard lock(sh.mu);
@@ -119,7 +126,13 @@ void StorageRef::release() {
     Counters& n = counters();
     n.in_use.fetch_sub(s_->bytes, std::memory_order_relaxed);
     if (s_->size_class < kClasses) {
-      local().lists[s_->size_class].push_back(s_);
+      if (Local* mine = local()) {
+        mine->lists[s_->size_class].push_back(s_);
+      } else {
+        Shared& sh = shared();
+        std::lock_guard lock(sh.mu);
+        sh.lists[s_->size_class].push_back(s_);
+      }
       n.cached.fetch_add(s_->bytes, std::memory_order_relaxed);
     } else {
       destroy(s_);
@@ -147,7 +160,8 @@ void release_cached_memory() {
     }
     list.clear();
   };
-  for (auto& list : local().lists) drop(list);
+  if (Local* mine = local())
+    for (auto& list : mine->lists) drop(list);
   Shared& sh = shared();
   std::lock_guard lock(sh.mu);
   for (auto& list : sh.lists) drop(list);
