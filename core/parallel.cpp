@@ -33,7 +33,7 @@ class Pool {
   }
   int workers() const { return static_cast<int>(threads_.size()); }
 
-  void run(int n, const std::function<void(int)>& f) {
+  void run(int n, JobRef f) {
     std::unique_lock lock(run_mu_);  // one parallel_run at a time
     {
       std::lock_guard l(mu_);
@@ -81,7 +81,7 @@ class Pool {
   std::vector<std::thread> threads_;
   std::mutex mu_, run_mu_;
   std::condition_variable wake_, done_;
-  const std::function<void(int)>* job_ = nullptr;
+  const JobRef* job_ = nullptr;
   int jobs_ = 0, pending_ = 0;
   uint64_t generation_ = 0;
   bool stop_ = false;
@@ -119,7 +119,7 @@ void set_parallel_threads(int n) {
   blas::set_threads(1);
 }
 
-void parallel_run(int n, const std::function<void(int)>& f) {
+void parallel_run(int n, JobRef f) {
   if (n <= 0) return;
   const int threads = parallel_threads();
   if (n == 1 || in_parallel || threads == 1) {

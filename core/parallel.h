@@ -2,9 +2,26 @@
 // the two cores of a small machine both compute without a thread pool per operation.
 #pragma once
 
-#include <functional>
+#include <type_traits>
+#include <utility>
 
 namespace tapestry {
+
+// A non-owning reference to a callable taking the job index: unlike std::function it never
+// allocates, so a training step that runs its shards in parallel stays free of heap allocations.
+// The callable must outlive the call (parallel_run returns only when every job is done).
+class JobRef {
+ public:
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, JobRef>>>
+  JobRef(F&& f)  // NOLINT: converts from any callable, as std::function does
+      : object_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* o, int i) { (*static_cast<std::remove_reference_t<F>*>(o))(i); }) {}
+  void operator()(int i) const { call_(object_, i); }
+
+ private:
+  void* object_;
+  void (*call_)(void*, int);
+};
 
 // Tapestry spreads work over cores itself, a batch shard per core, so OpenBLAS runs single-threaded
 // inside each (two thread pools on two cores only slow each other down).
@@ -12,7 +29,7 @@ namespace tapestry {
 // Runs f(0) .. f(n-1), f(0) on the calling thread and the others on pool threads, and returns when
 // all are done. The first exception thrown by any f is rethrown here (after all have finished).
 // Calls from inside f run serially (no nesting).
-void parallel_run(int n, const std::function<void(int)>& f);
+void parallel_run(int n, JobRef f);
 
 // How many cores parallel_run uses (1: everything on the calling thread). Defaults to the hardware
 // threads; set_parallel_threads(0) restores that. Either also sets OpenBLAS to one thread.

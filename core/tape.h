@@ -129,6 +129,7 @@ class Tape {
   Tensor grad_destination(const Tensor& grad) const;
   // (parameter gradient, private buffer) pairs, same shapes and dtypes; empty to stop redirecting.
   void redirect_grads(std::vector<std::pair<Tensor, Tensor>> pairs);
+  bool redirecting() const { return !redirects_.empty(); }
 
   // ---- inspection and backward helpers
   size_t size() const { return nodes_.size(); }

@@ -56,11 +56,19 @@ Batch make_batch(std::span<const EncodedPair> pairs, std::span<const int64_t> in
 }
 
 Batch slice_rows(const Batch& batch, int64_t begin, int64_t count) {
+  Batch out;
+  slice_rows_into(batch, begin, count, out);
+  return out;
+}
+
+void slice_rows_into(const Batch& batch, int64_t begin, int64_t count, Batch& out) {
   if (begin < 0 || count < 0 || begin + count > batch.size)
     throw IndexError(
         fmt::format("batch: rows [{}, {}) outside [0, {})", begin, begin + count, batch.size));
-  Batch out;
+  for (auto* v : {&out.src, &out.tgt_in, &out.tgt_out}) v->clear();
+  for (auto* v : {&out.src_lengths, &out.tgt_lengths, &out.index}) v->clear();
   out.size = count;
+  out.src_len = out.tgt_len = 0;
   for (int64_t r = begin; r < begin + count; ++r) {
     out.src_len = std::max(out.src_len, batch.src_lengths[r]);
     out.tgt_len = std::max(out.tgt_len, batch.tgt_lengths[r]);
@@ -76,7 +84,6 @@ Batch slice_rows(const Batch& batch, int64_t begin, int64_t count) {
     out.tgt_lengths.push_back(batch.tgt_lengths[r]);
     out.index.push_back(batch.index[r]);
   }
-  return out;
 }
 
 std::vector<std::vector<int64_t>> make_batches(std::span<const EncodedPair> pairs,

@@ -41,6 +41,8 @@ Batch make_batch(std::span<const EncodedPair> pairs, std::span<const int64_t> in
 // Rows [begin, begin + count) of a batch as a batch of their own, its S and T cut to the longest
 // source and target among them.
 Batch slice_rows(const Batch& batch, int64_t begin, int64_t count);
+// The same into `out`, reusing its lists' capacity (no heap allocation once they are large enough).
+void slice_rows_into(const Batch& batch, int64_t begin, int64_t count, Batch& out);
 
 // Splits 0..n-1 into batches of at most batch_size, pairs of similar source length together (less
 // padding). With `rng` (training), the pairs are shuffled, sorted by length within chunks of 50

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/random.h"
+#include "core/small_vec.h"
 #include "models/config.h"
 #include "nn/attention.h"
 #include "nn/embedding.h"
@@ -15,7 +16,7 @@
 namespace tapestry::models {
 
 struct DecoderState {
-  std::vector<nn::RecurrentState> layers;  // (B,H) per layer (h, and c for an LSTM)
+  SmallVec<nn::RecurrentState, 8> layers;  // (B,H) per layer (h, and c for an LSTM)
   Var feed;                                // Luong's input feeding: h~_{t-1} (B,H)
 };
 

@@ -24,10 +24,11 @@ Encoder::Output Encoder::forward(Tape& tape, std::span<const int32_t> src, int64
   // h_n is (L*D,B,H), layer-major: the top layer's directions are its last D entries.
   const int64_t d = rnn_.directions();
   const int64_t top = static_cast<int64_t>(config_.layers - 1) * d;
-  std::vector<Var> finals;
+  Var finals[2];
   for (int64_t k = 0; k < d; ++k)
-    finals.push_back(ops::reshape(ops::slice(o.h_n, 0, top + k, 1), Shape{batch, config_.hidden}));
-  Var summary = d == 1 ? finals[0] : ops::concat(finals, 1);
+    finals[k] = ops::reshape(ops::slice(o.h_n, 0, top + k, 1), Shape{batch, config_.hidden});
+  Var summary =
+      d == 1 ? finals[0] : ops::concat(std::span<const Var>(finals, static_cast<size_t>(d)), 1);
   return {o.y, summary};
 }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "core/scratch.h"
 #include "ops/ops.h"
 
 namespace tapestry::models {
@@ -40,11 +41,14 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing, Rng* r
   const int64_t b = batch.size, steps = batch.tgt_len;
   nn::AttentionMemory memory = encode(tape, batch, &rng);
   DecoderState state = decoder_.start(tape, memory.summary);
-  std::vector<int32_t> y_prev(static_cast<size_t>(b));
+  // Per-thread lists whose capacity survives from step to step (no heap allocation once warm).
+  std::vector<int32_t>& y_prev = scratch_list<int32_t, struct LossTokens>();
+  y_prev.resize(static_cast<size_t>(b));
   auto gold = [&](int64_t t) {
     for (int64_t r = 0; r < b; ++r) y_prev[r] = batch.tgt_in[r * steps + t];
   };
-  std::vector<Var> features, logits;
+  std::vector<Var>& features = scratch_list<Var, struct LossFeatures>();
+  std::vector<Var>& logits = scratch_list<Var, struct LossLogits>();
   for (int64_t t = 0; t < steps; ++t) {
     const bool own = t > 0 && teacher_forcing < 1.0 && rng.uniform() >= teacher_forcing;
     if (own) {  // feed the previous step's prediction (argmax; no gradient flows through it)
@@ -67,19 +71,22 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing, Rng* r
   }
   if (teacher_forcing < 1.0) {
     Var z = ops::stack(logits, 1);  // (B,T,V)
+    logits.clear();
     Region region(tape, "loss");
     return ops::cross_entropy(ops::reshape(z, Shape{b * steps, config_.tgt_vocab}), batch.tgt_out,
                               Vocab::kPad);
   }
   // With full teacher forcing, one output product over every real target position at once:
   // (B,T,F) -> the N real rows (N,F) -> (N,V); padded positions are never projected.
-  std::vector<int32_t> rows, targets;
+  std::vector<int32_t>& rows = scratch_list<int32_t, struct LossRows>();
+  std::vector<int32_t>& targets = scratch_list<int32_t, struct LossTargets>();
   for (int64_t i = 0; i < b * steps; ++i)
     if (batch.tgt_out[i] != Vocab::kPad) {
       rows.push_back(static_cast<int32_t>(i));
       targets.push_back(batch.tgt_out[i]);
     }
   Var f = ops::reshape(ops::stack(features, 1), Shape{b * steps, decoder_.feature_size()});
+  features.clear();
   Var z = decoder_.logits(tape, ops::gather(f, rows), rng);
   Region region(tape, "loss");
   return ops::cross_entropy(z, targets, Vocab::kPad);

@@ -51,7 +51,7 @@ double Trainer::shard_step(int k, const Batch& part, double scale, uint64_t seed
   tape.clear();
   if (k > 0) {
     for (auto& [grad, buffer] : sinks_[static_cast<size_t>(k)]) buffer.zero();
-    tape.redirect_grads(sinks_[static_cast<size_t>(k)]);
+    if (!tape.redirecting()) tape.redirect_grads(sinks_[static_cast<size_t>(k)]);
   }
   Rng rng(seed);
   Var loss = model_.loss(tape, part, options_.teacher_forcing, &rng);
@@ -75,22 +75,23 @@ double Trainer::step(const Batch& batch) {
   }
   // Contiguous row ranges (rows of a batch have similar lengths), each shard's loss weighted by
   // its share of the batch's target tokens so the sum is the whole batch's mean.
-  std::vector<Batch> parts;
-  std::vector<uint64_t> seeds;
+  parts_.resize(static_cast<size_t>(shards));
+  seeds_.resize(static_cast<size_t>(shards));
+  losses_.resize(static_cast<size_t>(shards));
   for (int k = 0; k < shards; ++k) {
     const int64_t begin = batch.size * k / shards, end = batch.size * (k + 1) / shards;
-    parts.push_back(shards == 1 ? batch : slice_rows(batch, begin, end - begin));
-    seeds.push_back(model_.rng().next_u64());
+    if (shards > 1) slice_rows_into(batch, begin, end - begin, parts_[k]);
+    seeds_[k] = model_.rng().next_u64();
   }
   const auto total = static_cast<double>(batch.target_tokens());
-  std::vector<double> losses(static_cast<size_t>(shards));
   parallel_run(shards, [&](int k) {
-    const double share = static_cast<double>(parts[k].target_tokens()) / total;
-    losses[static_cast<size_t>(k)] = shard_step(k, parts[k], share, seeds[k]);
+    const Batch& part = shards == 1 ? batch : parts_[k];
+    const double share = static_cast<double>(part.target_tokens()) / total;
+    losses_[k] = shard_step(k, part, share, seeds_[k]);
   });
   double value = 0;
   for (int k = 0; k < shards; ++k) {
-    value += losses[static_cast<size_t>(k)];
+    value += losses_[k];
     if (k == 0) continue;
     for (auto& [grad, buffer] : sinks_[static_cast<size_t>(k)])
       dispatch(grad.dtype(), [&](auto tag) {

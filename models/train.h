@@ -80,6 +80,9 @@ class Trainer {
   std::vector<nn::Parameter*> params_;
   std::vector<std::unique_ptr<Tape>> tapes_;                   // one per shard
   std::vector<std::vector<std::pair<Tensor, Tensor>>> sinks_;  // shard k > 0: (grad, buffer)
+  std::vector<Batch> parts_;     // this step's shards, their lists reused from step to step
+  std::vector<uint64_t> seeds_;  // each shard's random draws
+  std::vector<double> losses_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<nn::StepLR> step_lr_;
   std::unique_ptr<nn::ReduceLROnPlateau> plateau_;

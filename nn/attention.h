@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/random.h"
+#include "core/small_vec.h"
 #include "nn/module.h"
 
 namespace tapestry::nn {
@@ -45,12 +46,12 @@ struct AttentionConfig {
 
 // What does not depend on the query, computed once per batch by prepare().
 struct AttentionMemory {
-  Var keys;                      // (B,S,K) the encoder states h_j ("annotations")
-  Tensor valid;                  // (B,S) 1 at real source positions, 0 at padding
-  std::vector<int64_t> lengths;  // B real lengths
-  Var summary;                   // (B,K) the encoder's final state (the context of `none`)
-  Var precomputed;               // per variant: U h_j (B,S,A) for bahdanau and concat, the key
-                                 // norms |h_j| (B,S) for cosine; undefined for the others
+  Var keys;                        // (B,S,K) the encoder states h_j ("annotations")
+  Tensor valid;                    // (B,S) 1 at real source positions, 0 at padding
+  SmallVec<int64_t, 256> lengths;  // B real lengths (inline for batches up to 256 rows)
+  Var summary;                     // (B,K) the encoder's final state (the context of `none`)
+  Var precomputed;                 // per variant: U h_j (B,S,A) for bahdanau and concat, the key
+                                   // norms |h_j| (B,S) for cosine; undefined for the others
 };
 
 // The memory of the given batch rows, in that order (beam search runs k rows per sentence).

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "core/scratch.h"
 #include "nn/init.h"
 #include "ops/arith.h"
 #include "ops/dropout.h"
@@ -158,26 +159,31 @@ RNN::RNN(CellKind kind, int64_t input_size, int64_t hidden_size, int num_layers,
   }
 }
 
-Var RNN::run_direction(Tape& tape, const Weights& w, const Var& x,
-                       const std::vector<Tensor>& step_masks, RecurrentState s, bool reverse,
-                       RecurrentState& final_state) {
+Var RNN::run_direction(Tape& tape, const Weights& w, const Var& x, const Tensor& step_masks,
+                       RecurrentState s, bool reverse, RecurrentState& final_state) {
   const int64_t b = x.dim(0), steps = x.dim(1), g = gate_count(kind_) * hidden_;
-  // All steps' input projections in one product: (B,S,in) x (G*H,in)^T -> (B,S,G*H)
+  // All steps' input projections in one product: (B,S,in) x (G*H,in)^T -> (B,S,G*H), laid out
+  // step-major (S,B,G*H) once so that each step's slice is a view, not a copy.
   Var gx_all = ops::add(ops::matmul(x, w.w_ih->var(tape), false, true), w.b_ih->var(tape));
+  Var gx_steps = ops::permute(gx_all, {1, 0, 2});
   Var w_hh = w.w_hh->var(tape), b_hh = w.b_hh->var(tape);
   Tensor zeros = Tensor::zeros({b, hidden_}, x.dtype());
-  std::vector<Var> outputs(static_cast<size_t>(steps));
+  std::vector<Var>& outputs = scratch_list<Var, struct RnnOutputs>();
+  outputs.resize(static_cast<size_t>(steps));
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t t = reverse ? steps - 1 - i : i;
-    Var gx = ops::reshape(ops::slice(gx_all, 1, t, 1), Shape{b, g});
+    Var gx = ops::reshape(ops::slice(gx_steps, 0, t, 1), Shape{b, g});
     RecurrentState next = cell_step(kind_, gx, s, w_hh, b_hh);
-    const Tensor& real = step_masks[t];  // (B,1): 1 where step t is a real token of that row
+    // (B,1): 1 where step t is a real token of that row
+    const Tensor real = step_masks.rows(t, 1).reshape(Shape{b, 1});
     s.h = ops::where(real, next.h, s.h);
     if (kind_ == CellKind::lstm) s.c = ops::where(real, next.c, s.c);
     outputs[t] = ops::where(real, next.h, zeros);
   }
   final_state = s;
-  return ops::stack(outputs, 1);  // (B,S,H)
+  Var y = ops::stack(outputs, 1);  // (B,S,H)
+  outputs.clear();
+  return y;
 }
 
 RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> lengths, const Var& h0,
@@ -200,18 +206,15 @@ RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> leng
       throw ShapeError(fmt::format("{}: initial state {} should be {}", name, v->shape().str(),
                                    state_shape.str()));
 
-  // Masks of real steps: per step (B,1), and for the input (B,S,1).
-  std::vector<Tensor> step_masks;
+  // Masks of real steps: step-major (S,B) for the recurrence, and (B,S,1) for the input.
+  Tensor step_masks = Tensor::zeros({steps, b}, x.dtype());
   Tensor input_mask = Tensor::zeros({b, steps, 1}, x.dtype());
-  for (int64_t t = 0; t < steps; ++t) {
-    Tensor m = Tensor::zeros({b, 1}, x.dtype());
+  for (int64_t t = 0; t < steps; ++t)
     for (int64_t r = 0; r < b; ++r)
       if (t < lengths[r]) {
-        m.set(r, 1.0);
+        step_masks.set(t * b + r, 1.0);
         input_mask.set(r * steps + t, 1.0);
       }
-    step_masks.push_back(m);
-  }
   // Padded input steps are replaced, not multiplied, so whatever they hold (even NaN) is never
   // read.
   Var layer_in = ops::where(input_mask, x, Tensor::zeros(x.shape(), x.dtype()));
@@ -220,9 +223,11 @@ RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> leng
     if (!v.value().defined()) return Var(Tensor::zeros({b, hidden_}, x.dtype()));
     return ops::reshape(ops::slice(v, 0, k, 1), Shape{b, hidden_});
   };
-  std::vector<Var> h_n, c_n;
+  std::vector<Var>& h_n = scratch_list<Var, struct RnnFinalH>();
+  std::vector<Var>& c_n = scratch_list<Var, struct RnnFinalC>();
+  std::vector<Var>& outs = scratch_list<Var, struct RnnDirections>();
   for (int l = 0; l < layers_; ++l) {
-    std::vector<Var> outs;
+    outs.clear();
     for (int d = 0; d < directions(); ++d) {
       const int64_t k = static_cast<int64_t>(l) * directions() + d;
       RecurrentState s{initial(h0, k), kind_ == CellKind::lstm ? initial(c0, k) : Var()};
@@ -241,6 +246,7 @@ RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> leng
   out.y = layer_in;
   out.h_n = ops::stack(h_n, 0);
   if (kind_ == CellKind::lstm) out.c_n = ops::stack(c_n, 0);
+  h_n.clear(), c_n.clear(), outs.clear();
   return out;
 }
 

@@ -81,9 +81,8 @@ class RNN : public Module {
     Parameter *w_ih, *w_hh, *b_ih, *b_hh;
   };
   // Runs one layer in one direction over the whole sequence; returns its outputs (B,S,H).
-  Var run_direction(Tape& tape, const Weights& w, const Var& x,
-                    const std::vector<Tensor>& step_masks, RecurrentState s, bool reverse,
-                    RecurrentState& final_state);
+  Var run_direction(Tape& tape, const Weights& w, const Var& x, const Tensor& step_masks,
+                    RecurrentState s, bool reverse, RecurrentState& final_state);
 
   CellKind kind_;
   int64_t input_, hidden_;

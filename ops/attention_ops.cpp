@@ -30,7 +30,7 @@ void additive_scores_backward(Tape& tape, const Node& n) {
     T* pdp = dp ? dp->data<T>() : nullptr;
     T* pdq = dq ? dq->data<T>() : nullptr;
     T* pdv = dv ? dv->data<T>() : nullptr;
-    std::vector<T> dpre(static_cast<size_t>(a));
+    T* dpre = detail::scratch<T>(static_cast<size_t>(a));
     for (int64_t i = 0; i < b; ++i) {
       for (int64_t j = 0; j < s; ++j) {
         const T g = de[i * s + j];

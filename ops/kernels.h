@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <type_traits>
+#include <vector>
 
 #include "core/fastmath.h"
+#include "core/scratch.h"
 #include "core/tape.h"
 #include "core/tensor.h"
 
@@ -84,6 +86,16 @@ T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
   for (int u = 0; u < kLanes; ++u) sum += acc[u];
   for (; i < n; ++i) sum += a[i] * b[i];
   return sum;
+}
+
+// A per-thread buffer of at least n elements for a kernel's temporaries: it grows once and is
+// reused by every later call, so a steady training step allocates nothing. `slot` tells apart
+// buffers a kernel needs at the same time.
+template <class T, int slot = 0>
+T* scratch(size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
 }
 
 // Throws DTypeError naming `op` when the operands' dtypes differ.

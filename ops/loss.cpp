@@ -75,12 +75,12 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
     using T = decltype(tag);
     const T* z = logits.value().data<T>();
     T* pp = probs.defined() ? probs.data<T>() : nullptr;
-    std::vector<T> scratch(pp ? 0 : static_cast<size_t>(v));  // exp row when nothing is saved
+    T* row_buffer = pp ? nullptr : detail::scratch<T>(static_cast<size_t>(v));  // nothing saved
     for (int64_t i = 0; i < n; ++i) {
       if (targets[i] == ignore_index) continue;
       const T* zi = z + i * v;
       const T m = *std::max_element(zi, zi + v);
-      T* e = pp ? pp + i * v : scratch.data();
+      T* e = pp ? pp + i * v : row_buffer;
       // Separate loops: the exp loop vectorises, the sum (order-sensitive) need not.
       for (int64_t j = 0; j < v; ++j) e[j] = detail::exp(zi[j] - m);
       T s = 0;
@@ -97,8 +97,7 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
   if (!tape) return Var(std::move(loss));
   int32_t id = tape->record(kCrossEntropy, std::move(loss), {&logits});
   tape->save(id, std::move(probs));
-  std::vector<int64_t> t(targets.begin(), targets.end());
-  tape->save_attrs(id, t);
+  tape->save_attrs(id, targets);
   tape->set_scalars(id, static_cast<double>(count), ignore_index);
   return tape->output(id);
 }

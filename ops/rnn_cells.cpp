@@ -65,7 +65,8 @@ void gru_cell_backward(Tape& tape, const Node& nd) {
     const T* dy = nd.grad.data<T>();
     T* pdh = dh ? dh->data<T>() : nullptr;
     // The gate gradients (B,3H) for gx, and for hw with the reset product folded in.
-    std::vector<T> dpre(static_cast<size_t>(b * g3)), dpre_h(static_cast<size_t>(b * g3));
+    T* dpre = detail::scratch<T, 0>(static_cast<size_t>(b * g3));
+    T* dpre_h = detail::scratch<T, 1>(static_cast<size_t>(b * g3));
     for (int64_t i = 0; i < b; ++i) {
       const T* r = pg + i * g3;
       const T* z = r + hs;
@@ -78,8 +79,8 @@ void gru_cell_backward(Tape& tape, const Node& nd) {
         const T dr = dpre_n * pghn[i * hs + j];
         const T dpre_r = dr * r[j] * (T(1) - r[j]);
         const T dpre_z = dz * z[j] * (T(1) - z[j]);
-        T* row = dpre.data() + i * g3;
-        T* row_h = dpre_h.data() + i * g3;
+        T* row = dpre + i * g3;
+        T* row_h = dpre_h + i * g3;
         row[j] = row_h[j] = dpre_r;
         row[hs + j] = row_h[hs + j] = dpre_z;
         row[2 * hs + j] = dpre_n;
@@ -95,7 +96,7 @@ void gru_cell_backward(Tape& tape, const Node& nd) {
       T* d = dhw->data<T>();
       for (int64_t k = 0; k < b * g3; ++k) d[k] += dpre_h[k];
     }
-    if (db) add_rows(db->data<T>(), dpre_h.data(), b, g3);
+    if (db) add_rows(db->data<T>(), dpre_h, b, g3);
   });
 }
 TAPESTRY_OP(kGruCell, "gru_cell", gru_cell_backward,
@@ -151,13 +152,13 @@ void lstm_cell_backward(Tape& tape, const Node& nd) {
     const T* dh2 = nd.grad.data<T>();
     const T* dc2 = dh2 + b * hs;
     T* pdc = dc ? dc->data<T>() : nullptr;
-    std::vector<T> da(static_cast<size_t>(b * g4));
+    T* da = detail::scratch<T>(static_cast<size_t>(b * g4));
     for (int64_t i = 0; i < b; ++i) {
       const T* gi = pg + i * g4;
       const T* gf = gi + hs;
       const T* gu = gf + hs;
       const T* go = gu + hs;
-      T* a = da.data() + i * g4;
+      T* a = da + i * g4;
       for (int64_t j = 0; j < hs; ++j) {
         const int64_t k = i * hs + j;
         const T tc = detail::tanh(c2[k]);
@@ -174,7 +175,7 @@ void lstm_cell_backward(Tape& tape, const Node& nd) {
       T* p = d->data<T>();
       for (int64_t k = 0; k < b * g4; ++k) p[k] += da[k];
     }
-    if (db) add_rows(db->data<T>(), da.data(), b, g4);
+    if (db) add_rows(db->data<T>(), da, b, g4);
   });
 }
 TAPESTRY_OP(kLstmCell, "lstm_cell", lstm_cell_backward,

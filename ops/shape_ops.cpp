@@ -150,7 +150,8 @@ Var reshape(const Var& x, std::span<const int64_t> dims) {
                                   x.shape().str(), x.numel(), fmt::join(dims, ","), why));
   };
   if (dims.size() > static_cast<size_t>(kMaxDims)) throw fail("too many dimensions");
-  std::vector<int64_t> d(dims.begin(), dims.end());
+  std::vector<int64_t>& d = scratch_list<int64_t, struct ShapeOpsA>();
+  d.assign(dims.begin(), dims.end());
   int inferred = -1;
   int64_t known = 1;
   for (size_t i = 0; i < d.size(); ++i) {
@@ -195,7 +196,7 @@ Var permute(const Var& x, std::span<const int> perm) {
   if (perm.size() != static_cast<size_t>(s.ndim()))
     throw ShapeError(fmt::format("permute: permutation ({}) has {} axes but shape {} has {}",
                                  fmt::join(perm, ","), perm.size(), s.str(), s.ndim()));
-  std::vector<int64_t> p;
+  std::vector<int64_t>& p = scratch_list<int64_t, struct ShapeOpsA>();
   bool seen[kMaxDims] = {};
   Shape out;
   for (int axis : perm) {
@@ -227,10 +228,10 @@ Var permute(const Var& x, std::initializer_list<int> perm) {
 
 Var transpose(const Var& x, int a, int b) {
   const int ia = x.shape().axis(a, "transpose"), ib = x.shape().axis(b, "transpose");
-  std::vector<int> perm(static_cast<size_t>(x.ndim()));
-  std::iota(perm.begin(), perm.end(), 0);
+  int perm[kMaxDims];
+  std::iota(perm, perm + x.ndim(), 0);
   std::swap(perm[ia], perm[ib]);
-  return permute(x, perm);
+  return permute(x, std::span<const int>(perm, static_cast<size_t>(x.ndim())));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -239,7 +240,7 @@ Var transpose(const Var& x, int a, int b) {
 void concat_backward(Tape& tape, const Node& n) {
   const int axis = static_cast<int>(n.scalar[0]);
   const int64_t inner = n.value.shape().inner(axis);
-  std::vector<int64_t> widths;
+  std::vector<int64_t>& widths = scratch_list<int64_t, struct ShapeOpsA>();
   for (int64_t size : tape.attrs(n)) widths.push_back(size * inner);
   join_backward(tape, n, n.value.shape().outer(axis), widths);
 }
@@ -252,7 +253,7 @@ Var concat(std::span<const Var> xs, int axis) {
   const Shape& s0 = xs[0].shape();
   const int a = s0.axis(axis, "concat");
   Shape out = s0.with(a, 0);
-  std::vector<int64_t> sizes;
+  std::vector<int64_t>& sizes = scratch_list<int64_t, struct ShapeOpsA>();
   for (const Var& x : xs) {
     if (x.ndim() != s0.ndim())
       throw ShapeError(
@@ -263,7 +264,7 @@ Var concat(std::span<const Var> xs, int axis) {
     out[a] += x.dim(a);
   }
   const int64_t inner = s0.inner(a);
-  std::vector<int64_t> widths;
+  std::vector<int64_t>& widths = scratch_list<int64_t, struct ShapeOpsB>();
   for (int64_t size : sizes) widths.push_back(size * inner);
   Tensor y = join(xs, out, out.outer(a), widths);
   Tape* tape = recording_tape(xs);
@@ -283,7 +284,8 @@ Var concat(std::initializer_list<Var> xs, int axis) {
 // y[..., k, ...] = x_k along a new axis;  dx_k += dy[..., k, ...]
 void stack_backward(Tape& tape, const Node& n) {
   const int axis = static_cast<int>(n.scalar[0]);
-  const std::vector<int64_t> widths(static_cast<size_t>(n.in_count), n.value.shape().inner(axis));
+  std::vector<int64_t>& widths = scratch_list<int64_t, struct ShapeOpsA>();
+  widths.assign(static_cast<size_t>(n.in_count), n.value.shape().inner(axis));
   join_backward(tape, n, n.value.shape().outer(axis), widths);
 }
 TAPESTRY_OP(kStack, "stack", stack_backward,
@@ -310,7 +312,8 @@ Var stack(std::span<const Var> xs, int axis) {
     if (d == a) out.push_back(static_cast<int64_t>(xs.size()));
     if (d < nd) out.push_back(s0[d]);
   }
-  const std::vector<int64_t> widths(xs.size(), out.inner(a));
+  std::vector<int64_t>& widths = scratch_list<int64_t, struct ShapeOpsA>();
+  widths.assign(xs.size(), out.inner(a));
   Tensor y = join(xs, out, out.outer(a), widths);
   Tape* tape = recording_tape(xs);
   if (!tape) return Var(std::move(y));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -130,6 +131,7 @@ int cmd_train(const Args& args) {
                format_count(static_cast<double>(model.num_parameters())));
     fmt::print("run:   {}{}\n", run.path(),
                s.resume.empty() ? "" : fmt::format(" (resumed after epoch {})", first_epoch - 1));
+    std::fflush(stdout);  // progress goes to stderr: keep a redirected log in order
   }
 
   Progress progress(stderr);

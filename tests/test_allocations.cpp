@@ -1,0 +1,104 @@
+// A steady training step makes no heap allocation: every C++ allocation of the process is counted
+// (the global operator new is replaced in this test program) over steps after warm-up.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <new>
+
+#include "models/train.h"
+
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<int64_t> allocations{0};
+}  // namespace
+
+#if !defined(__SANITIZE_ADDRESS__)
+// Replacements of the global allocation functions (allowed by [replacement.functions]); the
+// sized and aligned forms forward to these or are counted the same way.
+void* operator new(size_t n) {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](size_t n) {
+  return ::operator new(n);
+}
+void* operator new(size_t n, std::align_val_t a) {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1);
+  const size_t align = static_cast<size_t>(a);
+  if (void* p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](size_t n, std::align_val_t a) {
+  return ::operator new(n, a);
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+#endif
+
+using namespace tapestry;
+using namespace tapestry::models;
+
+TEST_CASE("a steady training step makes no heap allocation", "[train][memory]") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("AddressSanitizer owns the allocator here: allocations are counted in the plain build");
+  return;
+#endif
+  Rng rng(3);
+  std::vector<EncodedPair> pairs;
+  for (int i = 0; i < 16; ++i) {
+    EncodedPair p;
+    for (int t = 0; t < 5 + i % 4; ++t) p.src.push_back(static_cast<int32_t>(4 + rng.randint(20)));
+    for (int t = 0; t < 4 + i % 3; ++t) p.tgt.push_back(static_cast<int32_t>(4 + rng.randint(20)));
+    pairs.push_back(p);
+  }
+  std::vector<int64_t> rows(16);
+  for (int i = 0; i < 16; ++i) rows[i] = i;
+  const Batch batch = make_batch(pairs, rows);
+  for (nn::AttentionKind kind : {nn::AttentionKind::bahdanau, nn::AttentionKind::general}) {
+    for (nn::CellKind cell : {nn::CellKind::gru, nn::CellKind::lstm}) {
+      Seq2SeqConfig c;
+      c.src_vocab = c.tgt_vocab = 24;
+      c.emb = 8;
+      c.hidden = 16;
+      c.attention = kind;
+      c.cell = cell;
+      c.decoder = kind == nn::AttentionKind::general ? DecoderKind::luong : DecoderKind::bahdanau;
+      c.dropout = 0.1;
+      Seq2Seq model(c);
+      Trainer trainer(model, TrainOptions{});
+      for (int i = 0; i < 5; ++i) trainer.step(batch);  // warm-up: pools and buffers grow
+      allocations = 0;
+      counting = true;
+      for (int i = 0; i < 10; ++i) trainer.step(batch);
+      counting = false;
+      INFO(fmt::format("{} {}: {} allocations in 10 steps", nn::attention_name(kind),
+                       nn::cell_name(cell), allocations.load()));
+      CHECK(allocations.load() == 0);
+    }
+  }
+}
