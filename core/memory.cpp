@@ -39,23 +39,30 @@ void destroy(Storage* s) {
   delete s;
 }
 
+// Byte and block counts. Each thread keeps its own, written only by that thread (a plain load
+// and store, no locked read-modify-write on the hot path), and memory_stats sums them; a block
+// freed on another thread than the one that took it makes one thread's in_use negative, never
+// the sum.
 struct Counters {
-  std::atomic<size_t> in_use{0}, cached{0}, system{0}, hits{0};
+  std::atomic<int64_t> in_use{0}, cached{0}, system{0}, hits{0};
 };
 
-Counters& counters() {
-  static Counters* c = new Counters();  // never destroyed: tensors in statics may outlive main
-  return *c;
+inline void bump(std::atomic<int64_t>& c, int64_t by) {
+  c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
-// The shared lists: a thread's blocks when it exits, and what release_cached_memory drops.
+// The shared lists: a thread's blocks when it exits, and what release_cached_memory drops; the
+// live threads' counters, and the totals of threads that have ended.
+struct Local;
 struct Shared {
   std::mutex mu;
   std::vector<Storage*> lists[kClasses];
+  std::vector<const Local*> threads;
+  Counters ended;  // changed under mu only
 };
 
 Shared& shared() {
-  static Shared* s = new Shared();
+  static Shared* s = new Shared();  // never destroyed: tensors in statics may outlive main
   return *s;
 }
 
@@ -63,9 +70,15 @@ Shared& shared() {
 // thread-locals are destroyed, and must then go straight to the shared lists.
 thread_local bool t_local_gone = false;
 
-// One thread's free lists; handed to the shared lists when the thread ends.
+// One thread's free lists and counters; handed to the shared lists when the thread ends.
 struct Local {
   std::vector<Storage*> lists[kClasses];
+  Counters n;
+  Local() {
+    Shared& sh = shared();
+    std::lock_guard lock(sh.mu);
+    sh.threads.push_back(this);
+  }
   ~Local() {
     Shared& sh = shared();
     std::lock_guard lock(sh.mu);
@@ -73,6 +86,11 @@ struct Local {
       sh.lists[c].insert(sh.lists[c].end(), lists[c].begin(), lists[c].end());
       lists[c].clear();
     }
+    bump(sh.ended.in_use, n.in_use.load());
+    bump(sh.ended.cached, n.cached.load());
+    bump(sh.ended.system, n.system.load());
+    bump(sh.ended.hits, n.hits.load());
+    std::erase(sh.threads, this);
     t_local_gone = true;
   }
 };
@@ -84,15 +102,25 @@ Local* local() {
   return &l;
 }
 
+// Adds to one of this thread's counters, or (after its lists are gone) to the shared totals.
+void count(std::atomic<int64_t> Counters::*which, Local* mine, int64_t by) {
+  if (mine) {
+    bump(mine->n.*which, by);
+  } else {
+    Shared& sh = shared();
+    std::lock_guard lock(sh.mu);
+    bump(sh.ended.*which, by);
+  }
+}
+
 }  // namespace
 
 StorageRef allocate_storage(size_t bytes) {
   if (bytes == 0) bytes = 1;
   const int c = size_class_of(bytes);
-  Counters& n = counters();
+  Local* mine = local();
   Storage* s = nullptr;
   if (c < kClasses) {
-    Local* mine = local();
     if (mine && !mine->lists[c].empty()) {
       s = mine->lists[c].back();
       mine->lists[c].pop_back();
@@ -106,34 +134,35 @@ StorageRef allocate_storage(size_t bytes) {
     }
   }
   if (s) {
-    n.cached.fetch_sub(s->bytes, std::memory_order_relaxed);
-    n.hits.fetch_add(1, std::memory_order_relaxed);
+    count(&Counters::cached, mine, -static_cast<int64_t>(s->bytes));
+    count(&Counters::hits, mine, 1);
   } else {
     const size_t size = c < kClasses ? class_size(c) : bytes;
     s = new Storage();
     s->size_class = c;
     s->bytes = size;
     s->data = ::operator new(size, std::align_val_t(kAlign));
-    n.system.fetch_add(1, std::memory_order_relaxed);
+    count(&Counters::system, mine, 1);
   }
-  n.in_use.fetch_add(s->bytes, std::memory_order_relaxed);
+  count(&Counters::in_use, mine, static_cast<int64_t>(s->bytes));
   return StorageRef(s);
 }
 
 void StorageRef::release() {
   if (!s_) return;
   if (s_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    Counters& n = counters();
-    n.in_use.fetch_sub(s_->bytes, std::memory_order_relaxed);
+    Local* mine = local();
+    const auto bytes = static_cast<int64_t>(s_->bytes);
+    count(&Counters::in_use, mine, -bytes);
     if (s_->size_class < kClasses) {
-      if (Local* mine = local()) {
+      if (mine) {
         mine->lists[s_->size_class].push_back(s_);
       } else {
         Shared& sh = shared();
         std::lock_guard lock(sh.mu);
         sh.lists[s_->size_class].push_back(s_);
       }
-      n.cached.fetch_add(s_->bytes, std::memory_order_relaxed);
+      count(&Counters::cached, mine, bytes);
     } else {
       destroy(s_);
     }
@@ -142,29 +171,42 @@ void StorageRef::release() {
 }
 
 MemoryStats memory_stats() {
-  Counters& n = counters();
+  Shared& sh = shared();
+  std::lock_guard lock(sh.mu);
+  int64_t in_use = sh.ended.in_use.load(), cached = sh.ended.cached.load();
+  int64_t system = sh.ended.system.load(), hits = sh.ended.hits.load();
+  for (const Local* t : sh.threads) {
+    in_use += t->n.in_use.load(std::memory_order_relaxed);
+    cached += t->n.cached.load(std::memory_order_relaxed);
+    system += t->n.system.load(std::memory_order_relaxed);
+    hits += t->n.hits.load(std::memory_order_relaxed);
+  }
   MemoryStats m;
-  m.bytes_in_use = n.in_use.load(std::memory_order_relaxed);
-  m.bytes_cached = n.cached.load(std::memory_order_relaxed);
-  m.system_allocations = n.system.load(std::memory_order_relaxed);
-  m.pool_hits = n.hits.load(std::memory_order_relaxed);
+  m.bytes_in_use = static_cast<size_t>(in_use);
+  m.bytes_cached = static_cast<size_t>(cached);
+  m.system_allocations = static_cast<size_t>(system);
+  m.pool_hits = static_cast<size_t>(hits);
   return m;
 }
 
 void release_cached_memory() {
-  Counters& n = counters();
+  int64_t dropped = 0;
   auto drop = [&](std::vector<Storage*>& list) {
     for (Storage* s : list) {
-      n.cached.fetch_sub(s->bytes, std::memory_order_relaxed);
+      dropped += static_cast<int64_t>(s->bytes);
       destroy(s);
     }
     list.clear();
   };
-  if (Local* mine = local())
+  Local* mine = local();
+  if (mine)
     for (auto& list : mine->lists) drop(list);
-  Shared& sh = shared();
-  std::lock_guard lock(sh.mu);
-  for (auto& list : sh.lists) drop(list);
+  {
+    Shared& sh = shared();
+    std::lock_guard lock(sh.mu);
+    for (auto& list : sh.lists) drop(list);
+  }
+  count(&Counters::cached, mine, -dropped);
 }
 
 }  // namespace tapestry
