@@ -79,13 +79,19 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
     for (int64_t i = 0; i < n; ++i) {
       if (targets[i] == ignore_index) continue;
       const T* zi = z + i * v;
-      const T m = *std::max_element(zi, zi + v);
+      const int64_t k = std::max_element(zi, zi + v) - zi;
+      const T m = zi[k];
       T* e = pp ? pp + i * v : row_buffer;
       // Separate loops: the exp loop vectorises, the sum (order-sensitive) need not.
       for (int64_t j = 0; j < v; ++j) e[j] = detail::exp(zi[j] - m);
-      T s = 0;
-      for (int64_t j = 0; j < v; ++j) s += e[j];
-      total += static_cast<double>(std::log(s) - (zi[targets[i]] - m));
+      e[k] = 1;  // exp(0), exactly
+      // logsumexp = m + log(1 + sum of the other terms), through log1p: a confident row's loss
+      // (1e-4 beside logits of 20) keeps its digits rather than cancelling in log(s) - (z_t - m).
+      T rest = 0;
+      for (int64_t j = 0; j < k; ++j) rest += e[j];
+      for (int64_t j = k + 1; j < v; ++j) rest += e[j];
+      const T s = 1 + rest;
+      total += static_cast<double>(std::log1p(rest) + (m - zi[targets[i]]));
       ++count;
       if (!pp) continue;
       const T inv = T(1) / s;

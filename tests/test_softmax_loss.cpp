@@ -211,6 +211,20 @@ TEST_CASE("cross_entropy of known logits, with ignore_index", "[loss]") {
           Approx(0.40760596444438013).epsilon(1e-12));
 }
 
+TEST_CASE("cross_entropy keeps the digits of a confident row's small loss", "[loss]") {
+  // logits [30, 0, 0], target 0: L = log(1 + 2 e^-30) = 2 e^-30 - 2 e^-60 + ... (1.87e-13).
+  // As log(s) - (z_t - m) with s = 1 + 2 e^-30 rounded to a double, L would keep only about 3
+  // significant digits; a trained model's loss is this small, and `tapestry explain` takes finite
+  // differences of it.
+  Tensor z = Tensor::from({30, 0, 0}, {1, 3}, DType::f64);
+  const double want = std::log1p(2 * std::exp(-30.0));
+  REQUIRE(ops::cross_entropy(z, std::vector<int32_t>{0}).value().item() ==
+          Approx(want).epsilon(1e-14));
+  // The maximum elsewhere: target 1 costs 30 + L.
+  REQUIRE(ops::cross_entropy(z, std::vector<int32_t>{1}).value().item() ==
+          Approx(30 + want).epsilon(1e-14));
+}
+
 TEST_CASE("cross_entropy backward is (softmax - onehot) / count", "[loss]") {
   Tensor z =
       Tensor::from({0.5, -1, 2, 0, 1, 1, 1, 1, 3, -2, 0.25, 4, -1, 0, 1, 2}, {4, 4}, DType::f64);
