@@ -53,7 +53,7 @@ struct BenchSettings {
   // -1: the preset's value
   int64_t vocab = -1, emb = -1, hidden = -1, attn = -1, batch = -1, src_len = -1, tgt_len = -1;
   int64_t warmup = -1, iters = -1, decode_iters = -1;
-  int64_t pool = 8, seed = 0;
+  int64_t pool = 8, seed = 0, decode_shards = 2;
   double lr = 1e-3, clip = 1.0, min_len_frac = 0.7, peak_gflops = 0;
   bool decode = true, phases = false;
 
@@ -76,6 +76,7 @@ struct BenchSettings {
     f.add("decode-iters", &decode_iters, "timed greedy decodings", -1, 1 << 20);
     f.section("other");
     f.add("pool", &pool, "distinct batches, cycled", 1, 1 << 16);
+    f.add("decode-shards", &decode_shards, "parts of the batch decoded in parallel", 1, 64);
     f.add("min-len-frac", &min_len_frac, "shortest row as a fraction of S and T", 0, 1);
     f.add("seed", &seed, "data and initialisation seed", 0, INT64_MAX);
     f.add("lr", &lr, "Adam learning rate", 0, 1e9);
@@ -269,6 +270,7 @@ int cmd_bench(const Args& args) {
     // greedy_decode told to run every step (early_exit off). Beside it, the same decoder stopping
     // once every row has emitted <eos>, with the steps it actually ran.
     DecodeOptions dopt;
+    dopt.shards = set.decode_shards;
     dopt.max_len_ratio = 0;
     dopt.max_len_extra = s.tgt_len;
     DecodeOptions fixed = dopt;
