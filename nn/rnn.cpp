@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/scratch.h"
@@ -160,7 +161,8 @@ RNN::RNN(CellKind kind, int64_t input_size, int64_t hidden_size, int num_layers,
 }
 
 Var RNN::run_direction(Tape& tape, const Weights& w, const Var& x, const Tensor& step_masks,
-                       RecurrentState s, bool reverse, RecurrentState& final_state) {
+                       int64_t full_steps, RecurrentState s, bool reverse,
+                       RecurrentState& final_state) {
   const int64_t b = x.dim(0), steps = x.dim(1), g = gate_count(kind_) * hidden_;
   // All steps' input projections in one product: (B,S,in) x (G*H,in)^T -> (B,S,G*H), laid out
   // step-major (S,B,G*H) once so that each step's slice is a view, not a copy.
@@ -174,6 +176,11 @@ Var RNN::run_direction(Tape& tape, const Weights& w, const Var& x, const Tensor&
     const int64_t t = reverse ? steps - 1 - i : i;
     Var gx = ops::reshape(ops::slice(gx_steps, 0, t, 1), Shape{b, g});
     RecurrentState next = cell_step(kind_, gx, s, w_hh, b_hh);
+    if (t < full_steps) {  // every row is real here: the masks below would pass all of next
+      s = next;
+      outputs[t] = next.h;
+      continue;
+    }
     // (B,1): 1 where step t is a real token of that row
     const Tensor real = step_masks.rows(t, 1).reshape(Shape{b, 1});
     s.h = ops::where(real, next.h, s.h);
@@ -216,8 +223,10 @@ RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> leng
         input_mask.set(r * steps + t, 1.0);
       }
   // Padded input steps are replaced, not multiplied, so whatever they hold (even NaN) is never
-  // read.
-  Var layer_in = ops::where(input_mask, x, Tensor::zeros(x.shape(), x.dtype()));
+  // read. Steps before the shortest row's end are real in every row.
+  const int64_t full_steps = b > 0 ? *std::min_element(lengths.begin(), lengths.end()) : steps;
+  Var layer_in =
+      full_steps == steps ? x : ops::where(input_mask, x, Tensor::zeros(x.shape(), x.dtype()));
 
   auto initial = [&](const Var& v, int64_t k) -> Var {
     if (!v.value().defined()) return Var(Tensor::zeros({b, hidden_}, x.dtype()));
@@ -232,8 +241,8 @@ RNN::Output RNN::forward(Tape& tape, const Var& x, std::span<const int64_t> leng
       const int64_t k = static_cast<int64_t>(l) * directions() + d;
       RecurrentState s{initial(h0, k), kind_ == CellKind::lstm ? initial(c0, k) : Var()};
       RecurrentState final_state;
-      outs.push_back(
-          run_direction(tape, weights_[k], layer_in, step_masks, s, d == 1, final_state));
+      outs.push_back(run_direction(tape, weights_[k], layer_in, step_masks, full_steps, s, d == 1,
+                                   final_state));
       h_n.push_back(final_state.h);
       if (kind_ == CellKind::lstm) c_n.push_back(final_state.c);
     }

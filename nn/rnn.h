@@ -82,7 +82,8 @@ class RNN : public Module {
   };
   // Runs one layer in one direction over the whole sequence; returns its outputs (B,S,H).
   Var run_direction(Tape& tape, const Weights& w, const Var& x, const Tensor& step_masks,
-                    RecurrentState s, bool reverse, RecurrentState& final_state);
+                    int64_t full_steps, RecurrentState s, bool reverse,
+                    RecurrentState& final_state);
 
   CellKind kind_;
   int64_t input_, hidden_;
