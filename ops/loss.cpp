@@ -67,8 +67,8 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
   check_cross_entropy(logits.shape(), targets, ignore_index);
   const int64_t n = logits.dim(0), v = logits.dim(1);
   Tape* tape = recording_tape({&logits});
-  // The probabilities are written only when backward will read them; ignored rows stay 0.
-  Tensor probs = tape ? Tensor::zeros(logits.shape(), logits.dtype()) : Tensor();
+  // The probabilities are written only when backward will read them; ignored rows are zeroed.
+  Tensor probs = tape ? Tensor::empty(logits.shape(), logits.dtype()) : Tensor();
   double total = 0;
   int64_t count = 0;
   dispatch(logits.dtype(), [&](auto tag) {
@@ -77,7 +77,10 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
     T* pp = probs.defined() ? probs.data<T>() : nullptr;
     T* row_buffer = pp ? nullptr : detail::scratch<T>(static_cast<size_t>(v));  // nothing saved
     for (int64_t i = 0; i < n; ++i) {
-      if (targets[i] == ignore_index) continue;
+      if (targets[i] == ignore_index) {
+        if (pp) std::fill(pp + i * v, pp + (i + 1) * v, T(0));
+        continue;
+      }
       const T* zi = z + i * v;
       const int64_t k = std::max_element(zi, zi + v) - zi;
       const T m = zi[k];
