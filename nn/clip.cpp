@@ -5,9 +5,14 @@
 
 #include <cmath>
 
+#include "core/parallel.h"
+
 namespace tapestry::nn {
 
 namespace {
+
+constexpr int kJobs = 2;
+
 // Sum of squares: blocks of 4096 summed in T over 16 independent lanes (which vectorise), each
 // block's sum then added in double.
 template <class T>
@@ -30,31 +35,42 @@ double sum_squares(const T* d, int64_t n) {
 double clip_grad_norm(std::span<Parameter* const> params, double max_norm) {
   if (!(max_norm >= 0))
     throw ValueError(fmt::format("clip_grad_norm: max_norm must be >= 0, got {}", max_norm));
-  double sum = 0;
-  for (size_t i = 0; i < params.size(); ++i) {
+  for (size_t i = 0; i < params.size(); ++i)
     if (!params[i]) throw ValueError(fmt::format("clip_grad_norm: parameter {} is null", i));
-    const Tensor& dx = params[i]->grad;
-    if (!dx.defined()) continue;
-    dispatch(dx.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      sum += sum_squares(dx.data<T>(), dx.numel());
-    });
-  }
+  // Each parameter's gradient in two halves, one per job, the two partial sums added in job
+  // order: the same result on one core or two.
+  double partial[kJobs] = {};
+  parallel_run(kJobs, [&](int job) {
+    for (Parameter* p : params) {
+      const Tensor& dx = p->grad;
+      if (!dx.defined()) continue;
+      const int64_t n = dx.numel(), begin = n * job / kJobs, end = n * (job + 1) / kJobs;
+      dispatch(dx.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        partial[job] += sum_squares(dx.data<T>() + begin, end - begin);
+      });
+    }
+  });
+  double sum = 0;
+  for (double x : partial) sum += x;
   const double norm = std::sqrt(sum);
   if (!std::isfinite(norm)) return norm;
   // The 1e-6 keeps the factor finite for an all-zero gradient (PyTorch adds the same).
   const double factor = max_norm / (norm + 1e-6);
   if (factor >= 1) return norm;
-  for (Parameter* p : params) {
-    Tensor& dx = p->grad;
-    if (!dx.defined()) continue;
-    dispatch(dx.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      const T f = static_cast<T>(factor);
-      T* d = dx.data<T>();
-      for (int64_t j = 0, n = dx.numel(); j < n; ++j) d[j] *= f;
-    });
-  }
+  parallel_run(kJobs, [&](int job) {
+    for (Parameter* p : params) {
+      Tensor& dx = p->grad;
+      if (!dx.defined()) continue;
+      const int64_t n = dx.numel(), begin = n * job / kJobs, end = n * (job + 1) / kJobs;
+      dispatch(dx.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T f = static_cast<T>(factor);
+        T* d = dx.data<T>();
+        for (int64_t j = begin; j < end; ++j) d[j] *= f;
+      });
+    }
+  });
   return norm;
 }
 

@@ -272,30 +272,28 @@ void Adam::step() {
   const double step_size = lr() / bc1, bc2_sqrt = std::sqrt(bc2);
   const double l2 = decoupled_ ? 0 : weight_decay_;
   const double shrink = decoupled_ && weight_decay_ != 0 ? 1 - lr() * weight_decay_ : 1;
-  for (size_t i = 0; i < params().size(); ++i) {
-    Parameter& p = *params()[i];
-    Tensor& m_tensor = slot(0, i);
-    Tensor& v_tensor = slot(1, i);
-    dispatch(p.value.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      AdamScalars<T> k;
-      k.b1 = static_cast<T>(beta1_), k.b2 = static_cast<T>(beta2_);
-      k.c1 = static_cast<T>(1 - beta1_), k.c2 = static_cast<T>(1 - beta2_);
-      k.eps = static_cast<T>(eps_), k.wd = static_cast<T>(l2), k.keep = static_cast<T>(shrink);
-      k.ss = static_cast<T>(step_size), k.bcs = static_cast<T>(bc2_sqrt);
-      T* x = p.value.data<T>();
-      const T* dx = p.grad.data<T>();
-      T* m = m_tensor.data<T>();
-      T* v = v_tensor.data<T>();
-      // Elementwise, so halves on two cores give the same result as one pass.
-      const int64_t n = p.numel();
-      const int halves = n >= kParallelElements ? 2 : 1;
-      parallel_run(halves, [&](int h) {
+  // Elementwise, so each parameter split in halves on two cores gives the same result as one
+  // pass; one parallel job per half for all parameters, so small ones cost no extra hand-off.
+  int64_t elements = 0;
+  for (const Parameter* p : params()) elements += p->numel();
+  const int halves = elements >= kParallelElements ? 2 : 1;
+  parallel_run(halves, [&](int h) {
+    for (size_t i = 0; i < params().size(); ++i) {
+      Parameter& p = *params()[i];
+      dispatch(p.value.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        AdamScalars<T> k;
+        k.b1 = static_cast<T>(beta1_), k.b2 = static_cast<T>(beta2_);
+        k.c1 = static_cast<T>(1 - beta1_), k.c2 = static_cast<T>(1 - beta2_);
+        k.eps = static_cast<T>(eps_), k.wd = static_cast<T>(l2), k.keep = static_cast<T>(shrink);
+        k.ss = static_cast<T>(step_size), k.bcs = static_cast<T>(bc2_sqrt);
+        const int64_t n = p.numel();
         const int64_t begin = n * h / halves, end = n * (h + 1) / halves;
-        adam_update(x + begin, dx + begin, m + begin, v + begin, end - begin, k);
+        adam_update(p.value.data<T>() + begin, p.grad.data<T>() + begin,
+                    slot(0, i).data<T>() + begin, slot(1, i).data<T>() + begin, end - begin, k);
       });
-    });
-  }
+    }
+  });
 }
 
 AdamW::AdamW(std::vector<Parameter*> params, double lr, double beta1, double beta2, double eps,
