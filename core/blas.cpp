@@ -190,6 +190,24 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
                   (blasint)b_step, beta, c, (blasint)ldc);
     return;
   }
+  // A few rows against a weight matrix, (M,K) x (N,K)^T with M <= 32: OpenBLAS runs the
+  // transposed product c^T = b a^T 10-20% faster (measured at M 16-32, N 128-1536, K 128-768,
+  // the transpose into c included), since its kernels block the long side better.
+  if (!ta && tb && m >= 2 && m <= 32 && n >= 64 && n <= 2048 && k >= 32) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < static_cast<size_t>(m * n)) buffer.resize(static_cast<size_t>(m * n));
+    float* t = buffer.data();  // (N,M)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)m, (blasint)k, alpha,
+                b, (blasint)ldb, a, (blasint)lda, 0.0f, t, (blasint)m);
+    for (int64_t i = 0; i < m; ++i) {
+      float* ci = c + i * ldc;
+      if (beta == 0.0f)  // c may be uninitialised: 0 * NaN would be NaN
+        for (int64_t j = 0; j < n; ++j) ci[j] = t[j * m + i];
+      else
+        for (int64_t j = 0; j < n; ++j) ci[j] = beta * ci[j] + t[j * m + i];
+    }
+    return;
+  }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,
               (blasint)ldc);

@@ -35,9 +35,11 @@ TEST_CASE("gemm matches a plain loop for every transpose and matrix-vector shape
     int64_t m, n, k;
   };
   // One row or one column, small (the hand kernel, with row and length tails) and large
-  // (OpenBLAS's sgemv), and full products.
-  const Size sizes[] = {{1, 7, 13},    {1, 192, 64},  {1, 4, 8}, {9, 1, 21}, {64, 1, 64},
-                        {1, 700, 300}, {600, 1, 300}, {5, 6, 7}, {1, 1, 1},  {3, 1, 1}};
+  // (OpenBLAS's sgemv); a few rows against a wide matrix (computed transposed when b is
+  // transposed); full products.
+  const Size sizes[] = {{1, 7, 13},     {1, 192, 64},  {1, 4, 8},      {9, 1, 21},   {64, 1, 64},
+                        {1, 700, 300},  {600, 1, 300}, {5, 6, 7},      {1, 1, 1},    {3, 1, 1},
+                        {16, 384, 128}, {3, 70, 33},   {32, 2048, 40}, {33, 100, 50}};
   for (const Size& sz : sizes)
     for (bool ta : {false, true})
       for (bool tb : {false, true})
