@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "core/scratch.h"
 #include "models/vocab.h"
 #include "ops/ops.h"
 
@@ -66,21 +67,56 @@ DecoderState Decoder::start(Tape& tape, const Var& summary) {
   return state;
 }
 
+TeacherInputs Decoder::teacher_inputs(Tape& tape, std::span<const int32_t> tgt_in, int64_t b,
+                                      int64_t steps, Rng& dropout_rng) {
+  if (static_cast<int64_t>(tgt_in.size()) != b * steps)
+    throw ShapeError(fmt::format("decoder: {} target tokens for a batch of {} x {} steps",
+                                 tgt_in.size(), b, steps));
+  std::vector<int32_t>& ids = scratch_list<int32_t, struct TeacherIds>();
+  ids.resize(static_cast<size_t>(b * steps));
+  for (int64_t t = 0; t < steps; ++t)  // step-major, so each step's rows are one slice
+    for (int64_t r = 0; r < b; ++r) ids[t * b + r] = tgt_in[r * steps + t];
+  TeacherInputs in;
+  {
+    Region region(tape, "decoder.embedding");
+    in.e = embedding_.forward(tape, ids, Shape{steps, b});  // (T,B,E)
+    in.e = ops::dropout(in.e, config_.dropout, dropout_rng, training());
+  }
+  Region region(tape, "decoder.rnn");
+  in.head = cells_[0]->project_head(tape, in.e, config_.emb);  // (T,B,G*H)
+  in.tail = cells_[0]->weight_tail(tape, config_.emb);
+  return in;
+}
+
 DecoderStep Decoder::step(Tape& tape, const nn::AttentionMemory& memory, DecoderState& state,
-                          std::span<const int32_t> y_prev, int64_t t, Rng& dropout_rng) {
+                          std::span<const int32_t> y_prev, int64_t t, Rng& dropout_rng,
+                          const TeacherInputs* teacher) {
   const int64_t b = static_cast<int64_t>(y_prev.size());
+  auto step_slice = [&](const Var& all) {  // (T,B,X) -> (B,X), a view
+    return ops::reshape(ops::slice(all, 0, t, 1), Shape{b, all.dim(2)});
+  };
   Var e;
   {
     Region region(tape, "decoder.embedding");
-    e = embedding_.forward(tape, y_prev, Shape{b});  // (B,E)
-    e = ops::dropout(e, config_.dropout, dropout_rng, training());
+    if (teacher) {
+      e = step_slice(teacher->e);
+    } else {
+      e = embedding_.forward(tape, y_prev, Shape{b});  // (B,E)
+      e = ops::dropout(e, config_.dropout, dropout_rng, training());
+    }
   }
-  auto run_cells = [&](std::initializer_list<Var> inputs) {
+  // The cells' input is [e; r]: r is the context (Bahdanau) or the fed-back h~ (Luong).
+  auto run_cells = [&](const Var& r) {
     Region region(tape, "decoder.rnn");
-    Var x = ops::concat(inputs, 1);
+    Var x;
     for (size_t l = 0; l < cells_.size(); ++l) {
       if (l > 0) x = ops::dropout(x, config_.dropout, dropout_rng, training());
-      state.layers[l] = cells_[l]->forward(tape, x, state.layers[l]);
+      if (l == 0 && teacher)
+        state.layers[0] = cells_[0]->forward_split(tape, step_slice(teacher->head), r,
+                                                   teacher->tail, state.layers[0]);
+      else
+        state.layers[l] =
+            cells_[l]->forward(tape, l == 0 ? ops::concat({e, r}, 1) : x, state.layers[l]);
       x = state.layers[l].h;
     }
     return x;
@@ -88,12 +124,12 @@ DecoderStep Decoder::step(Tape& tape, const nn::AttentionMemory& memory, Decoder
   DecoderStep out;
   if (config_.decoder == DecoderKind::bahdanau) {
     nn::AttentionResult a = attention_->attend(tape, memory, state.layers.back().h, t);
-    Var s = run_cells({e, a.context});
+    Var s = run_cells(a.context);
     out.weights = a.weights;
     Region region(tape, "output");
     out.features = config_.deep_output ? ops::concat({s, a.context, e}, 1) : s;
   } else {
-    Var h = run_cells({e, state.feed});
+    Var h = run_cells(state.feed);
     nn::AttentionResult a = attention_->attend(tape, memory, h, t);
     Region region(tape, "decoder.combine");
     state.feed = ops::tanh(combine_->forward(tape, ops::concat({a.context, h}, 1)));

@@ -20,6 +20,15 @@ struct DecoderState {
   Var feed;                                // Luong's input feeding: h~_{t-1} (B,H)
 };
 
+// Under full teacher forcing every step's input token is known before the first step, so the
+// embeddings, their dropout and their part of the first cell's input projection are computed
+// once for all steps (Decoder::teacher_inputs) and each step reads its slice.
+struct TeacherInputs {
+  Var e;     // (T,B,E): the embedded previous tokens, step-major, after dropout
+  Var head;  // (T,B,G*H): e W_ih[:, :E]^T + b_ih of the first cell
+  Var tail;  // (G*H, in-E): the rest of the first cell's W_ih
+};
+
 struct DecoderStep {
   Var features;  // (B,F): what the output layer reads
   Var weights;   // (B,S): this step's attention weights (undefined for `none`)
@@ -37,8 +46,14 @@ class Decoder : public nn::Module {
 
   DecoderState start(Tape& tape, const Var& summary);
   // One step from the previous target tokens y_prev (B ids) at target position t.
+  // With `teacher` (from teacher_inputs over the same targets), the embedding of y_prev and its
+  // projection are read from it instead of computed: the same step, with fewer, larger products.
   DecoderStep step(Tape& tape, const nn::AttentionMemory& memory, DecoderState& state,
-                   std::span<const int32_t> y_prev, int64_t t, Rng& dropout_rng);
+                   std::span<const int32_t> y_prev, int64_t t, Rng& dropout_rng,
+                   const TeacherInputs* teacher = nullptr);
+  // tgt_in (B,T) row-major: the previous token at every step.
+  TeacherInputs teacher_inputs(Tape& tape, std::span<const int32_t> tgt_in, int64_t b,
+                               int64_t steps, Rng& dropout_rng);
   // The output layer: (N,F) -> (N,V), or (B,T,F) -> (B,T,V).
   Var logits(Tape& tape, const Var& features, Rng& dropout_rng);
 

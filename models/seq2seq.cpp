@@ -49,6 +49,9 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing, Rng* r
   };
   std::vector<Var>& features = scratch_list<Var, struct LossFeatures>();
   std::vector<Var>& logits = scratch_list<Var, struct LossLogits>();
+  // Full teacher forcing knows every input token now: embed and project them all at once.
+  TeacherInputs teacher;
+  if (teacher_forcing >= 1.0) teacher = decoder_.teacher_inputs(tape, batch.tgt_in, b, steps, rng);
   for (int64_t t = 0; t < steps; ++t) {
     const bool own = t > 0 && teacher_forcing < 1.0 && rng.uniform() >= teacher_forcing;
     if (own) {  // feed the previous step's prediction (argmax; no gradient flows through it)
@@ -63,7 +66,8 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing, Rng* r
     } else {
       gold(t);
     }
-    DecoderStep s = decoder_.step(tape, memory, state, y_prev, t, rng);
+    DecoderStep s = decoder_.step(tape, memory, state, y_prev, t, rng,
+                                  teacher_forcing >= 1.0 ? &teacher : nullptr);
     if (teacher_forcing < 1.0)
       logits.push_back(decoder_.logits(tape, s.features, rng));  // needed for the next input
     else

@@ -124,6 +124,34 @@ RecurrentState Cell::forward(Tape& tape, const Var& x, const RecurrentState& s) 
   return cell_step(kind_, gx, s, w_hh_->var(tape), b_hh_->var(tape));
 }
 
+Var Cell::project_head(Tape& tape, const Var& a, int64_t split) {
+  if (split <= 0 || split >= input_ || a.ndim() < 2 || a.shape()[a.ndim() - 1] != split)
+    throw ShapeError(fmt::format("{} cell: head {} does not fit a split at {} of input size {}",
+                                 cell_name(kind_), a.shape().str(), split, input_));
+  Var w_head = ops::slice(w_ih_->var(tape), 1, 0, split);  // (G*H, split)
+  return ops::add(ops::matmul(a, w_head, false, true), b_ih_->var(tape));
+}
+
+Var Cell::weight_tail(Tape& tape, int64_t split) {
+  if (split <= 0 || split >= input_)
+    throw ShapeError(
+        fmt::format("{} cell: a split at {} of input size {}", cell_name(kind_), split, input_));
+  return ops::slice(w_ih_->var(tape), 1, split, input_ - split);  // (G*H, in-split)
+}
+
+RecurrentState Cell::forward_split(Tape& tape, const Var& head, const Var& r, const Var& tail,
+                                   const RecurrentState& s) {
+  const int64_t g = gate_count(kind_) * hidden_;
+  if (head.ndim() != 2 || head.dim(1) != g || r.ndim() != 2 || r.dim(0) != head.dim(0) ||
+      tail.ndim() != 2 || tail.dim(0) != g || tail.dim(1) != r.dim(1) ||
+      s.h.shape() != Shape{head.dim(0), hidden_})
+    throw ShapeError(fmt::format("{} cell: head {}, rest {}, tail {} and state h {} do not fit",
+                                 cell_name(kind_), head.shape().str(), r.shape().str(),
+                                 tail.shape().str(), s.h.shape().str()));
+  Var gx = ops::add(head, ops::matmul(r, tail, false, true));
+  return cell_step(kind_, gx, s, w_hh_->var(tape), b_hh_->var(tape));
+}
+
 // ---------------------------------------------------------------------------------------------
 // RNN
 

@@ -42,6 +42,17 @@ class Cell : public Module {
   Cell(CellKind kind, int64_t input_size, int64_t hidden_size, Rng& rng, DType dtype = DType::f32);
   // x (B,in), state (B,H) -> next state
   RecurrentState forward(Tape& tape, const Var& x, const RecurrentState& s);
+
+  // The same step with the input split in two blocks, x = [a; r], a of width `split`: when a is
+  // known for every step at once (a decoder's embedded targets under teacher forcing), its part
+  // of the input projection is one product for all steps, and each step adds r's part:
+  //   head = project_head(a_all, split)  a (...,split) -> a W_ih[:, :split]^T + b_ih (...,G*H)
+  //   tail = weight_tail(split)          W_ih[:, split:] (G*H, in-split), once per batch
+  //   forward_split(head_t, r_t, tail, s) == forward([a_t; r_t], s)
+  Var project_head(Tape& tape, const Var& a, int64_t split);
+  Var weight_tail(Tape& tape, int64_t split);
+  RecurrentState forward_split(Tape& tape, const Var& head, const Var& r, const Var& tail,
+                               const RecurrentState& s);
   CellKind kind() const { return kind_; }
   int64_t hidden_size() const { return hidden_; }
 
