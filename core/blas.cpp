@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "core/scratch.h"
 
 namespace tapestry::blas {
 
@@ -194,9 +195,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   // transposed product c^T = b a^T 10-20% faster (measured at M 16-32, N 128-1536, K 128-768,
   // the transpose into c included), since its kernels block the long side better.
   if (!ta && tb && m >= 2 && m <= 32 && n >= 64 && n <= 2048 && k >= 32) {
-    thread_local std::vector<float> buffer;
-    if (buffer.size() < static_cast<size_t>(m * n)) buffer.resize(static_cast<size_t>(m * n));
-    float* t = buffer.data();  // (N,M)
+    float* t = scratch_buffer<float, struct GemmTransposed>(static_cast<size_t>(m * n));  // (N,M)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)m, (blasint)k, alpha,
                 b, (blasint)ldb, a, (blasint)lda, 0.0f, t, (blasint)m);
     for (int64_t i = 0; i < m; ++i) {

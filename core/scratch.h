@@ -1,5 +1,5 @@
-// Scratch lists: per-thread vectors for a function's temporaries that keep their capacity from
-// call to call, so a steady training step runs without heap allocations once it is warm.
+// Scratch lists and buffers: per-thread storage for a function's temporaries that keeps its
+// capacity from call to call, so a steady training step runs without heap allocations once warm.
 #pragma once
 
 #include <vector>
@@ -14,6 +14,16 @@ std::vector<T>& scratch_list() {
   thread_local std::vector<T> list;
   list.clear();
   return list;
+}
+
+// A buffer of at least n elements for (T, Tag) on this thread, holding whatever earlier calls
+// left in it: it grows once and is reused by every later call. Buffers in use at the same time
+// need different Tags.
+template <class T, class Tag>
+T* scratch_buffer(size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
 }
 
 }  // namespace tapestry

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/parallel.h"
+#include "core/scratch.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
 
@@ -81,12 +82,11 @@ void step_log_probs(Seq2Seq& model, Tape& tape, const Var& features, LogProbs<T>
   const int64_t b = z.dim(0), v = z.dim(1);
   out.v = v;
   out.lp.resize(static_cast<size_t>(b * v));
-  thread_local std::vector<T> scratch;
-  scratch.resize(static_cast<size_t>(v));
+  T* exps = scratch_buffer<T, struct LogSoftmaxRow>(static_cast<size_t>(v));
   const T* pz = z.value().data<T>();
   for (int64_t r = 0; r < b; ++r) {
     T* row = out.lp.data() + r * v;
-    row_log_softmax(pz + r * v, v, scratch.data(), row);
+    row_log_softmax(pz + r * v, v, exps, row);
     row[Vocab::kPad] = row[Vocab::kBos] = -std::numeric_limits<T>::infinity();
   }
 }

@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <type_traits>
-#include <vector>
 
 #include "core/fastmath.h"
 #include "core/scratch.h"
@@ -88,14 +87,13 @@ T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
   return sum;
 }
 
-// A per-thread buffer of at least n elements for a kernel's temporaries: it grows once and is
-// reused by every later call, so a steady training step allocates nothing. `slot` tells apart
-// buffers a kernel needs at the same time.
+// A per-thread buffer of at least n elements for a kernel's temporaries (core/scratch.h); `slot`
+// tells apart buffers a kernel needs at the same time.
+template <int slot>
+struct KernelSlot;
 template <class T, int slot = 0>
 T* scratch(size_t n) {
-  thread_local std::vector<T> buffer;
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer.data();
+  return scratch_buffer<T, KernelSlot<slot>>(n);
 }
 
 // Throws DTypeError naming `op` when the operands' dtypes differ.
