@@ -6,6 +6,7 @@
 
 #include "nn/attention.h"
 #include "ops/ops.h"
+#include "results_close.h"
 
 using namespace tapestry;
 using namespace tapestry::nn;
@@ -43,14 +44,8 @@ std::vector<std::vector<double>> run_step(AttentionKind kind, bool fused) {
 
 TEST_CASE("fused attention kernels equal the composed ops, values and gradients", "[attention]") {
   for (AttentionKind kind : all_attention_kinds()) {
-    auto fused = run_step(kind, true), composed = run_step(kind, false);
-    REQUIRE(fused.size() == composed.size());
-    for (size_t k = 0; k < fused.size(); ++k) {
-      INFO(attention_name(kind) << " result " << k);
-      REQUIRE(fused[k].size() == composed[k].size());
-      for (size_t i = 0; i < fused[k].size(); ++i)
-        CHECK(fused[k][i] == Approx(composed[k][i]).epsilon(1e-12).margin(1e-15));
-    }
+    testing::check_results_close(run_step(kind, true), run_step(kind, false), attention_name(kind),
+                                 1e-15);
   }
 }
 

@@ -8,6 +8,7 @@
 #include "nn/linear.h"
 #include "nn/rnn.h"
 #include "ops/ops.h"
+#include "results_close.h"
 
 using namespace tapestry;
 using namespace tapestry::nn;
@@ -256,14 +257,7 @@ TEST_CASE("the fused GRU and LSTM cells equal the composed ops, values and gradi
       }
       return r;
     };
-    auto fused = run(true), composed = run(false);
-    REQUIRE(fused.size() == composed.size());
-    for (size_t k = 0; k < fused.size(); ++k) {
-      INFO(cell_name(kind) << " result " << k);
-      REQUIRE(fused[k].size() == composed[k].size());
-      for (size_t i = 0; i < fused[k].size(); ++i)
-        CHECK(fused[k][i] == Approx(composed[k][i]).epsilon(1e-12).margin(1e-14));
-    }
+    testing::check_results_close(run(true), run(false), cell_name(kind), 1e-14);
   }
 }
 
@@ -295,14 +289,7 @@ TEST_CASE("a cell stepped on a split input equals it stepped on the concatenatio
       for (Parameter* p : cell.parameters()) res.push_back(p->grad.to_vector());
       return res;
     };
-    auto split = run(true), whole = run(false);
-    REQUIRE(split.size() == whole.size());
-    for (size_t k = 0; k < split.size(); ++k) {
-      INFO(cell_name(kind) << " result " << k);
-      REQUIRE(split[k].size() == whole[k].size());
-      for (size_t i = 0; i < split[k].size(); ++i)
-        CHECK(split[k][i] == Approx(whole[k][i]).epsilon(1e-12).margin(1e-14));
-    }
+    testing::check_results_close(run(true), run(false), cell_name(kind), 1e-14);
   }
   Rng rng(1);
   Cell cell(CellKind::gru, 9, 6, rng, DType::f64);
