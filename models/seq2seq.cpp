@@ -50,10 +50,11 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing, Rng* r
   std::vector<Var>& features = scratch_list<Var, struct LossFeatures>();
   std::vector<Var>& logits = scratch_list<Var, struct LossLogits>();
   // Full teacher forcing knows every input token now: embed and project them all at once.
+  const bool forced = teacher_forcing >= 1.0;
   TeacherInputs teacher;
-  if (teacher_forcing >= 1.0) teacher = decoder_.teacher_inputs(tape, batch.tgt_in, b, steps, rng);
+  if (forced) teacher = decoder_.teacher_inputs(tape, batch.tgt_in, b, steps, rng);
   for (int64_t t = 0; t < steps; ++t) {
-    const bool own = t > 0 && teacher_forcing < 1.0 && rng.uniform() >= teacher_forcing;
+    const bool own = t > 0 && !forced && rng.uniform() >= teacher_forcing;
     if (own) {  // feed the previous step's prediction (argmax; no gradient flows through it)
       const Tensor& z = logits.back().value();
       const int64_t v = z.dim(1);
@@ -66,14 +67,13 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing, Rng* r
     } else {
       gold(t);
     }
-    DecoderStep s = decoder_.step(tape, memory, state, y_prev, t, rng,
-                                  teacher_forcing >= 1.0 ? &teacher : nullptr);
-    if (teacher_forcing < 1.0)
+    DecoderStep s = decoder_.step(tape, memory, state, y_prev, t, rng, forced ? &teacher : nullptr);
+    if (!forced)
       logits.push_back(decoder_.logits(tape, s.features, rng));  // needed for the next input
     else
       features.push_back(s.features);
   }
-  if (teacher_forcing < 1.0) {
+  if (!forced) {
     Var z = ops::stack(logits, 1);  // (B,T,V)
     logits.clear();
     Region region(tape, "loss");
