@@ -9,7 +9,6 @@
 #include <limits>
 
 #include "core/parallel.h"
-#include "core/scratch.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
 
@@ -53,42 +52,76 @@ struct LogProbs {
   std::vector<T> lp;
   int64_t v = 0;
   double at(int64_t r, int64_t j) const { return lp[static_cast<size_t>(r * v + j)]; }
-  // The most likely token of row r (the lowest id among equals).
-  int64_t best(int64_t r) const {
-    const T* row = lp.data() + r * v;
-    return std::max_element(row, row + v) - row;
-  }
 };
 
-// Row log-softmax: the loops over the vocabulary vectorise (the fast float32 exp), the sum of
-// the exponentials stays sequential.
+// Over the tokens a translation may hold: <pad> and <bos> are never outputs, so they are left out
+// of the softmax (their log-probability is exactly -inf).
+static_assert(Vocab::kPad < Vocab::kEos && Vocab::kBos < Vocab::kEos);
+
+// max_j z_j and log sum_j e^(z_j - max) over the output tokens j >= <eos>. Both loops run in
+// independent lanes, which vectorise (one running sum is a chain of dependent adds), and add the
+// lanes in a fixed order, so the result depends on nothing but z.
 template <class T>
-void row_log_softmax(const T* z, int64_t v, T* scratch, T* out) {
+struct RowNorm {
+  T max, log_sum;
+};
+template <class T>
+RowNorm<T> row_norm(const T* z, int64_t v) {
+  constexpr int kLanes = 64 / sizeof(T);
+  const T* x = z + Vocab::kEos;
+  const int64_t n = v - Vocab::kEos, full = n / kLanes * kLanes;
+  T lane[kLanes];
+  for (int u = 0; u < kLanes; ++u) lane[u] = -std::numeric_limits<T>::infinity();
+  for (int64_t i = 0; i < full; i += kLanes)
+    for (int u = 0; u < kLanes; ++u) lane[u] = x[i + u] > lane[u] ? x[i + u] : lane[u];
   T m = -std::numeric_limits<T>::infinity();
-  for (int64_t j = Vocab::kEos; j < v; ++j) m = std::max(m, z[j]);
-  for (int64_t j = 0; j < v; ++j) scratch[j] = ops::detail::exp(z[j] - m);
+  for (int u = 0; u < kLanes; ++u) m = lane[u] > m ? lane[u] : m;
+  for (int64_t i = full; i < n; ++i) m = x[i] > m ? x[i] : m;
+  for (int u = 0; u < kLanes; ++u) lane[u] = 0;
+  for (int64_t i = 0; i < full; i += kLanes)
+    for (int u = 0; u < kLanes; ++u) lane[u] += ops::detail::exp(x[i + u] - m);
   T s = 0;
-  for (int64_t j = Vocab::kEos; j < v; ++j) s += scratch[j];
-  const T ls = std::log(s);
-  for (int64_t j = 0; j < v; ++j) out[j] = (z[j] - m) - ls;
+  for (int u = 0; u < kLanes; ++u) s += lane[u];
+  for (int64_t i = full; i < n; ++i) s += ops::detail::exp(x[i] - m);
+  return {m, std::log(s)};
 }
 
-// log p(y_t = j) over the tokens a translation may hold: <pad> and <bos> are never outputs, so
-// they are left out of the softmax (their log-probability is exactly -inf).
+// Row log-softmax: out_j = (z_j - max) - log_sum, -inf for <pad> and <bos>.
+template <class T>
+void row_log_softmax(const T* z, int64_t v, T* out) {
+  const RowNorm<T> norm = row_norm(z, v);
+  for (int64_t j = 0; j < v; ++j) out[j] = (z[j] - norm.max) - norm.log_sum;
+  out[Vocab::kPad] = out[Vocab::kBos] = -std::numeric_limits<T>::infinity();
+}
+
+// The token row_log_softmax ranks first (the highest log-probability, the lowest id among
+// equals) and its log-probability, without writing the row: the greedy step. The highest
+// log-probability is (max - max) - log_sum = -log_sum; the first token whose (z_j - max) -
+// log_sum rounds to it is the one a scan of the whole row picks, so greedy and beam 1 agree bit
+// for bit.
+template <class T>
+std::pair<int64_t, T> best_token(const T* z, int64_t v) {
+  const RowNorm<T> norm = row_norm(z, v);
+  const T top = -norm.log_sum;
+  int64_t j = Vocab::kEos;
+  while (j < v - 1 && (z[j] - norm.max) - norm.log_sum != top) ++j;
+  return {j, top};
+}
+
+// The output layer's logits for a step's features.
+Var step_logits(Seq2Seq& model, Tape& tape, const Var& features) {
+  return model.decoder().logits(tape, features, model.rng());
+}
+
+// log p(y_t = j) for every row and token.
 template <class T>
 void step_log_probs(Seq2Seq& model, Tape& tape, const Var& features, LogProbs<T>& out) {
-  static_assert(Vocab::kPad < Vocab::kEos && Vocab::kBos < Vocab::kEos);
-  Var z = model.decoder().logits(tape, features, model.rng());
+  Var z = step_logits(model, tape, features);
   const int64_t b = z.dim(0), v = z.dim(1);
   out.v = v;
   out.lp.resize(static_cast<size_t>(b * v));
-  T* exps = scratch_buffer<T, struct LogSoftmaxRow>(static_cast<size_t>(v));
   const T* pz = z.value().data<T>();
-  for (int64_t r = 0; r < b; ++r) {
-    T* row = out.lp.data() + r * v;
-    row_log_softmax(pz + r * v, v, exps, row);
-    row[Vocab::kPad] = row[Vocab::kBos] = -std::numeric_limits<T>::infinity();
-  }
+  for (int64_t r = 0; r < b; ++r) row_log_softmax(pz + r * v, v, out.lp.data() + r * v);
 }
 
 // Appends row r of the step's weights (its first s entries) to a hypothesis' attention.
@@ -129,16 +162,16 @@ std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& b
   }
   std::vector<bool> done(static_cast<size_t>(b), false);
   std::vector<int32_t> y(static_cast<size_t>(b), Vocab::kBos);
-  LogProbs<T> lp;
   for (int64_t t = 0; t < longest && (open > 0 || !options.early_exit); ++t) {
     DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
-    step_log_probs(model, tape, step.features, lp);
+    const Var z = step_logits(model, tape, step.features);
+    const int64_t v = z.dim(1);
     for (int64_t r = 0; r < b; ++r) {
-      const int64_t best = lp.best(r);
+      const auto [best, log_prob] = best_token(z.value().data<T>() + r * v, v);
       y[r] = static_cast<int32_t>(best);
       if (done[r]) continue;
       Hypothesis& h = hyps[r];
-      h.log_prob += lp.at(r, best);
+      h.log_prob += log_prob;
       append_weights(h.attention, step.weights, r, h.src_len);
       if (best == Vocab::kEos)
         h.finished = true;

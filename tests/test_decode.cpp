@@ -76,6 +76,49 @@ TEST_CASE("beam search of width 1 is greedy decoding exactly", "[decode]") {
   }
 }
 
+TEST_CASE("a greedy step takes the most likely output token with its log-softmax probability",
+          "[decode]") {
+  auto pairs = sources();
+  std::vector<int64_t> rows{0, 1, 2, 3, 4};
+  Batch batch = make_batch(pairs, rows);
+  for (DType dtype : {DType::f64, DType::f32}) {
+    Seq2Seq model(small_config(nn::AttentionKind::bahdanau, DecoderKind::bahdanau,
+                               nn::CellKind::gru),
+                  dtype);
+    sharpen(model);
+    DecodeOptions o;
+    o.max_len_ratio = 0;
+    o.max_len_extra = 1;  // one step
+    auto greedy = greedy_decode(model, batch, o);
+
+    // The first step's logits by hand, and the softmax over <eos> and the words in double.
+    model.eval();
+    Tape tape;
+    NoGrad no_grad(tape);
+    nn::AttentionMemory memory = model.encode(tape, batch);
+    DecoderState state = model.decoder().start(tape, memory.summary);
+    std::vector<int32_t> bos(5, Vocab::kBos);
+    Var z = model.decoder().logits(tape, model.decoder().step(tape, memory, state, bos, 0,
+                                                              model.rng()).features,
+                                   model.rng());
+    const int64_t v = z.dim(1);
+    for (int64_t r = 0; r < 5; ++r) {
+      int64_t best = Vocab::kEos;
+      double m = -INFINITY, sum = 0;
+      for (int64_t j = Vocab::kEos; j < v; ++j) {
+        const double zj = z.value().at(r * v + j);
+        if (zj > m) m = zj, best = j;
+      }
+      for (int64_t j = Vocab::kEos; j < v; ++j) sum += std::exp(z.value().at(r * v + j) - m);
+      INFO(fmt::format("{} row {}", dtype_name(dtype), r));
+      const Hypothesis& h = greedy[static_cast<size_t>(r)][0];
+      REQUIRE(h.steps() == 1);
+      CHECK((h.finished ? Vocab::kEos : h.tokens[0]) == best);
+      CHECK(h.log_prob == Approx(-std::log(sum)).margin(dtype == DType::f64 ? 1e-12 : 1e-5));
+    }
+  }
+}
+
 TEST_CASE("decoded tokens do not depend on the batch or its padding", "[decode]") {
   auto pairs = sources();
   for (nn::AttentionKind kind : nn::all_attention_kinds()) {
