@@ -82,9 +82,8 @@ TEST_CASE("a greedy step takes the most likely output token with its log-softmax
   std::vector<int64_t> rows{0, 1, 2, 3, 4};
   Batch batch = make_batch(pairs, rows);
   for (DType dtype : {DType::f64, DType::f32}) {
-    Seq2Seq model(small_config(nn::AttentionKind::bahdanau, DecoderKind::bahdanau,
-                               nn::CellKind::gru),
-                  dtype);
+    Seq2Seq model(
+        small_config(nn::AttentionKind::bahdanau, DecoderKind::bahdanau, nn::CellKind::gru), dtype);
     sharpen(model);
     DecodeOptions o;
     o.max_len_ratio = 0;
@@ -98,9 +97,8 @@ TEST_CASE("a greedy step takes the most likely output token with its log-softmax
     nn::AttentionMemory memory = model.encode(tape, batch);
     DecoderState state = model.decoder().start(tape, memory.summary);
     std::vector<int32_t> bos(5, Vocab::kBos);
-    Var z = model.decoder().logits(tape, model.decoder().step(tape, memory, state, bos, 0,
-                                                              model.rng()).features,
-                                   model.rng());
+    Var z = model.decoder().logits(
+        tape, model.decoder().step(tape, memory, state, bos, 0, model.rng()).features, model.rng());
     const int64_t v = z.dim(1);
     for (int64_t r = 0; r < 5; ++r) {
       int64_t best = Vocab::kEos;
