@@ -15,6 +15,7 @@ namespace tapestry {
 
 class Tape;
 struct Node;
+class WeightPacks;
 
 // An op's backward: reads node.grad (dy) and accumulates (+=) into its inputs' gradients.
 using BackwardFn = void (*)(Tape& tape, const Node& node);
@@ -113,6 +114,11 @@ class Tape {
   // nodes are released as soon as their backward has run.
   void set_keep_grads(bool keep) { keep_grads_ = keep; }
 
+  // ---- packed weights (core/packed.h) for the products of this recording, or null. The owner
+  // promises the weights stay unchanged while they are set; clear() leaves them set.
+  void set_weight_packs(WeightPacks* packs) { weight_packs_ = packs; }
+  WeightPacks* weight_packs() const { return weight_packs_; }
+
   // Drops every node; memory returns to the pool, capacity is kept for the next step.
   void clear();
   // Changes at every clear() and is unique across tapes.
@@ -175,6 +181,7 @@ class Tape {
   int no_grad_depth_ = 0;
   uint64_t epoch_ = 0;
   bool keep_grads_ = false;
+  WeightPacks* weight_packs_ = nullptr;
 };
 
 // Scope in which ops on `tape` record nothing (inference).

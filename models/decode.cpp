@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/packed.h"
 #include "core/parallel.h"
 #include "ops/kernels.h"
 #include "ops/ops.h"
@@ -145,9 +146,11 @@ namespace {
 
 template <class T>
 std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& batch,
-                                                  const DecodeOptions& options) {
+                                                  const DecodeOptions& options,
+                                                  WeightPacks& packs) {
   Tape tape;
   NoGrad no_grad(tape);
+  tape.set_weight_packs(&packs);
   const int64_t b = batch.size;
   nn::AttentionMemory memory = model.encode(tape, batch);
   DecoderState state = model.decoder().start(tape, memory.summary);
@@ -193,9 +196,10 @@ std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& b
 
 template <class T>
 std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& batch,
-                                                const DecodeOptions& options) {
+                                                const DecodeOptions& options, WeightPacks& packs) {
   Tape tape;
   NoGrad no_grad(tape);
+  tape.set_weight_packs(&packs);
   const int64_t b = batch.size, k = options.beam;
   constexpr double kDead = -std::numeric_limits<double>::infinity();
 
@@ -325,15 +329,18 @@ std::vector<std::vector<Hypothesis>> sharded(Seq2Seq& model, const Batch& batch,
                                              const DecodeOptions& options, F shard) {
   check_options(options);
   EvalScope eval(model);
+  // The weights stay unchanged for the whole call: their packs are made once, by whichever shard
+  // first needs each, and shared.
+  WeightPacks packs;
   const auto shards = static_cast<int>(std::min<int64_t>(options.shards, batch.size));
-  if (shards <= 1) return shard(model, batch, options);
+  if (shards <= 1) return shard(model, batch, options, packs);
   std::vector<Batch> parts;
   for (int k = 0; k < shards; ++k) {
     const int64_t begin = batch.size * k / shards, end = batch.size * (k + 1) / shards;
     parts.push_back(slice_rows(batch, begin, end - begin));
   }
   std::vector<std::vector<std::vector<Hypothesis>>> outs(static_cast<size_t>(shards));
-  parallel_run(shards, [&](int k) { outs[k] = shard(model, parts[k], options); });
+  parallel_run(shards, [&](int k) { outs[k] = shard(model, parts[k], options, packs); });
   std::vector<std::vector<Hypothesis>> all;
   for (auto& o : outs)
     for (auto& h : o) all.push_back(std::move(h));

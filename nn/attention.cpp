@@ -112,7 +112,7 @@ class AdditiveAttention : public Attention {
  protected:
   // U h_j for every j: (B,S,K) x (A,K)^T -> (B,S,A)
   Var precompute(Tape& tape, const Var& keys) override {
-    return ops::matmul(keys, key_weight(tape), false, true);
+    return ops::matmul(keys, key_weight(tape), false, true, u_ ? tape.weight_packs() : nullptr);
   }
 
   Var weights(Tape& tape, const AttentionMemory& m, const Var& query, int64_t) override {
@@ -120,7 +120,9 @@ class AdditiveAttention : public Attention {
     Var e;
     {
       Region r(tape, "attention.scores");
-      Var wq = ops::matmul(query, query_weight(tape), false, true);  // (B,Hq) x (A,Hq)^T -> (B,A)
+      // (B,Hq) x (A,Hq)^T -> (B,A); concat's query weight is a slice (a copy): no pack
+      Var wq =
+          ops::matmul(query, query_weight(tape), false, true, u_ ? tape.weight_packs() : nullptr);
       if (b_) wq = ops::add(wq, b_->var(tape));
       if (config_.fused) {
         e = ops::additive_scores(m.precomputed, wq, v_->var(tape));

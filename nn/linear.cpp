@@ -28,7 +28,8 @@ Var Linear::forward(Tape& tape, const Var& x) {
     throw ShapeError(
         fmt::format("linear: input {} does not fit weight ({},{}): expected (N,{}) or (B,S,{})",
                     x.shape().str(), out_, in_, in_, in_));
-  Var y = ops::matmul(x, weight_->var(tape), false, true);  // (N,in) x (out,in)^T -> (N,out)
+  // (N,in) x (out,in)^T -> (N,out)
+  Var y = ops::matmul(x, weight_->var(tape), false, true, tape.weight_packs());
   if (bias_) y = ops::add(y, bias_->var(tape));
   return y;
 }

@@ -49,9 +49,9 @@ Var gate(const Var& g, int k, int64_t h) {
 }  // namespace
 
 RecurrentState cell_step(CellKind kind, const Var& gx, const RecurrentState& s, const Var& w_hh,
-                         const Var& b_hh) {
+                         const Var& b_hh, WeightPacks* packs) {
   const int64_t b = s.h.dim(0), h = s.h.dim(1);
-  Var hw = ops::matmul(s.h, w_hh, false, true);  // (B,H) x (G*H,H)^T -> (B,G*H)
+  Var hw = ops::matmul(s.h, w_hh, false, true, packs);  // (B,H) x (G*H,H)^T -> (B,G*H)
   switch (kind) {
     case CellKind::rnn:
       return {ops::tanh(ops::add(gx, ops::add(hw, b_hh))), Var()};
@@ -120,8 +120,9 @@ RecurrentState Cell::forward(Tape& tape, const Var& x, const RecurrentState& s) 
         "{} cell: input {} and state h {} c {} do not fit input size {} and hidden size {}", name,
         x.shape().str(), s.h.shape().str(), s.c.value().defined() ? s.c.shape().str() : "none",
         input_, hidden_));
-  Var gx = ops::add(ops::matmul(x, w_ih_->var(tape), false, true), b_ih_->var(tape));
-  return cell_step(kind_, gx, s, w_hh_->var(tape), b_hh_->var(tape));
+  Var gx = ops::add(ops::matmul(x, w_ih_->var(tape), false, true, tape.weight_packs()),
+                    b_ih_->var(tape));
+  return cell_step(kind_, gx, s, w_hh_->var(tape), b_hh_->var(tape), tape.weight_packs());
 }
 
 Var Cell::project_head(Tape& tape, const Var& a, int64_t split) {
@@ -148,8 +149,8 @@ RecurrentState Cell::forward_split(Tape& tape, const Var& head, const Var& r, co
     throw ShapeError(fmt::format("{} cell: head {}, rest {}, tail {} and state h {} do not fit",
                                  cell_name(kind_), head.shape().str(), r.shape().str(),
                                  tail.shape().str(), s.h.shape().str()));
-  Var gx = ops::add(head, ops::matmul(r, tail, false, true));
-  return cell_step(kind_, gx, s, w_hh_->var(tape), b_hh_->var(tape));
+  Var gx = ops::add(head, ops::matmul(r, tail, false, true));  // tail is a copy: no pack
+  return cell_step(kind_, gx, s, w_hh_->var(tape), b_hh_->var(tape), tape.weight_packs());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -194,7 +195,8 @@ Var RNN::run_direction(Tape& tape, const Weights& w, const Var& x, const Tensor&
   const int64_t b = x.dim(0), steps = x.dim(1), g = gate_count(kind_) * hidden_;
   // All steps' input projections in one product: (B,S,in) x (G*H,in)^T -> (B,S,G*H), laid out
   // step-major (S,B,G*H) once so that each step's slice is a view, not a copy.
-  Var gx_all = ops::add(ops::matmul(x, w.w_ih->var(tape), false, true), w.b_ih->var(tape));
+  Var gx_all = ops::add(ops::matmul(x, w.w_ih->var(tape), false, true, tape.weight_packs()),
+                        w.b_ih->var(tape));
   Var gx_steps = ops::permute(gx_all, {1, 0, 2});
   Var w_hh = w.w_hh->var(tape), b_hh = w.b_hh->var(tape);
   Tensor zeros = Tensor::zeros({b, hidden_}, x.dtype());
@@ -203,7 +205,7 @@ Var RNN::run_direction(Tape& tape, const Weights& w, const Var& x, const Tensor&
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t t = reverse ? steps - 1 - i : i;
     Var gx = ops::reshape(ops::slice(gx_steps, 0, t, 1), Shape{b, g});
-    RecurrentState next = cell_step(kind_, gx, s, w_hh, b_hh);
+    RecurrentState next = cell_step(kind_, gx, s, w_hh, b_hh, tape.weight_packs());
     if (t < full_steps) {  // every row is real here: the masks below would pass all of next
       s = next;
       outputs[t] = next.h;

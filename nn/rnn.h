@@ -30,8 +30,9 @@ struct RecurrentState {
 //         c' = f c + i u,  h' = o tanh(c')
 // The gate arithmetic runs as one fused op (ops::gru_cell, ops::lstm_cell); cell_step_composed
 // does the same with elementary ops (tests hold the two equal).
+// w_hh is a weight: packs, if given, hold its pack for h W_hh^T (ops::matmul).
 RecurrentState cell_step(CellKind kind, const Var& gx, const RecurrentState& s, const Var& w_hh,
-                         const Var& b_hh);
+                         const Var& b_hh, WeightPacks* packs = nullptr);
 RecurrentState cell_step_composed(CellKind kind, const Var& gx, const RecurrentState& s,
                                   const Var& w_hh, const Var& b_hh);
 

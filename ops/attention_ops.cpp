@@ -52,6 +52,39 @@ TAPESTRY_OP(kAdditiveScores, "additive_scores", additive_scores_backward,
             "e = sum_a v tanh(p + q);  dp += de v (1 - t^2);  dq += sum_s de v (1 - t^2);  "
             "dv += sum de t");
 
+namespace {
+// e[i,j] = v . tanh(p[i,j,:] + q[i,:]), one fused pass over each row: the dot product runs in the
+// lanes of detail::dot (same order, same result), and t = tanh(...) is written out only when
+// backward will need it.
+template <class T, bool kSave>
+void additive_rows(const T* pp, const T* pq, const T* pv, T* pt, T* pe, int64_t b, int64_t s,
+                   int64_t a) {
+  constexpr int kLanes = 64 / sizeof(T);
+  const int64_t full = a / kLanes * kLanes;
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < s; ++j) {
+      const T* __restrict pr = pp + (i * s + j) * a;
+      const T* __restrict qr = pq + i * a;
+      T* __restrict row = kSave ? pt + (i * s + j) * a : nullptr;
+      T acc[kLanes] = {};
+      for (int64_t k = 0; k < full; k += kLanes)
+        for (int u = 0; u < kLanes; ++u) {
+          const T x = detail::tanh(pr[k + u] + qr[k + u]);
+          if constexpr (kSave) row[k + u] = x;
+          acc[u] += pv[k + u] * x;
+        }
+      T sum = 0;
+      for (int u = 0; u < kLanes; ++u) sum += acc[u];
+      for (int64_t k = full; k < a; ++k) {
+        const T x = detail::tanh(pr[k] + qr[k]);
+        if constexpr (kSave) row[k] = x;
+        sum += pv[k] * x;
+      }
+      pe[i * s + j] = sum;
+    }
+}
+}  // namespace
+
 Var additive_scores(const Var& p, const Var& q, const Var& v) {
   check_same_dtype("additive_scores", {&p.value(), &q.value(), &v.value()});
   if (p.ndim() != 3 || q.ndim() != 2 || v.ndim() != 1 || q.dim(0) != p.dim(0) ||
@@ -60,22 +93,17 @@ Var additive_scores(const Var& p, const Var& q, const Var& v) {
   const int64_t b = p.dim(0), s = p.dim(1), a = p.dim(2);
   Tensor e = Tensor::empty({b, s}, p.dtype());
   Tape* tape = recording_tape({&p, &q, &v});
-  Tensor t = Tensor::empty({b, s, a}, p.dtype());
+  Tensor t = tape ? Tensor::empty({b, s, a}, p.dtype()) : Tensor();
   dispatch(p.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* pp = p.value().data<T>();
     const T* pq = q.value().data<T>();
     const T* pv = v.value().data<T>();
-    T* pt = t.data<T>();
     T* pe = e.data<T>();
-    for (int64_t i = 0; i < b; ++i)
-      for (int64_t j = 0; j < s; ++j) {
-        T* row = pt + (i * s + j) * a;
-        const T* pr = pp + (i * s + j) * a;
-        const T* qr = pq + i * a;
-        for (int64_t k = 0; k < a; ++k) row[k] = detail::tanh(pr[k] + qr[k]);
-        pe[i * s + j] = detail::dot(pv, row, a);
-      }
+    if (tape)
+      additive_rows<T, true>(pp, pq, pv, t.data<T>(), pe, b, s, a);
+    else
+      additive_rows<T, false>(pp, pq, pv, nullptr, pe, b, s, a);
   });
   if (!tape) return Var(std::move(e));
   const int32_t id = tape->record(kAdditiveScores, std::move(e), {&p, &q, &v});

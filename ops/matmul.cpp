@@ -2,6 +2,7 @@
 #include "ops/matmul.h"
 
 #include "core/blas.h"
+#include "core/packed.h"
 #include "ops/kernels.h"
 
 namespace tapestry::ops {
@@ -125,15 +126,21 @@ void matmul_backward(Tape& tape, const Node& n) {
 }
 TAPESTRY_OP(kMatmul, "matmul", matmul_backward, "y = a b;  da += dy b^T;  db += a^T dy");
 
-Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
+Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* packs) {
   detail::same_dtype("matmul", a, b);
   const Gemm g = resolve(a.shape(), b.shape(), trans_a, trans_b);
   Shape out = a.ndim() == 3 ? Shape{g.batch, g.m, g.n} : Shape{g.m, g.n};
   Tensor y = Tensor::empty(out, a.dtype());
-  dispatch(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    batched_gemm<T>(g, a.value().data<T>(), b.value().data<T>(), y.data<T>(), T(0));
-  });
+  const int64_t rows = g.batch * g.m;  // with b shared and a not transposed, one stacked product
+  if (packs && a.dtype() == DType::f32 && g.b_stride == 0 && !g.ta && g.tb && rows >= 2) {
+    gemm_packed(rows, g.k, a.value().data<float>(), g.k, packs->get(b.value()), 0.0f,
+                y.data<float>(), g.n);
+  } else {
+    dispatch(a.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      batched_gemm<T>(g, a.value().data<T>(), b.value().data<T>(), y.data<T>(), T(0));
+    });
+  }
   Tape* tape = recording_tape({&a, &b});
   if (!tape) return Var(std::move(y));
   int32_t id = tape->record(kMatmul, std::move(y), {&a, &b});

@@ -10,6 +10,10 @@ namespace tapestry::ops {
 //   (B,M,K) x (B,K,N) -> (B,M,N)
 //   (B,M,K) x (K,N)   -> (B,M,N)   (b shared by every batch)
 // Throws ShapeError naming both shapes when the inner dimensions or batch sizes differ.
-Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);
+// With `packs`, b must be a weight (a parameter's value) that stays unchanged while they are in
+// use: a float32 product a b^T with at least 2 rows then reads b's pack (core/packed.h) instead
+// of handing b to BLAS. The backward is the same either way.
+Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false,
+           WeightPacks* packs = nullptr);
 
 }  // namespace tapestry::ops

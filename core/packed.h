@@ -1,0 +1,65 @@
+// Packed weights: a float32 weight matrix W (N,K) repacked once for products c = a W^T, so the
+// product kernel reads it in order instead of OpenBLAS repacking it at every call.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tapestry {
+
+// W (N,K) in panels of kPanel rows of W (columns of c), each panel k-major: element (j, k) of
+// panel p is W[p*kPanel + j][k], at (p*K + k)*kPanel + j; rows past N are zero.
+class PackedMatrix {
+ public:
+  static constexpr int64_t kPanel = 16;
+
+  // Packs w, a contiguous (N,K) float32 tensor, reusing this pack's memory when it is big enough.
+  void pack(const Tensor& w);
+  int64_t rows() const { return n_; }  // N
+  int64_t cols() const { return k_; }  // K
+  int64_t panels() const { return (n_ + kPanel - 1) / kPanel; }
+  const float* panel(int64_t p) const { return data_ + p * k_ * kPanel; }
+
+ private:
+  Tensor buffer_;
+  const float* data_ = nullptr;
+  int64_t n_ = 0, k_ = 0;
+};
+
+// c (M,N) = a (M,K) W^T + beta c, row-major with row strides lda and ldc. Each element of c is
+// the same chain of fused multiply-adds over k = 0..K-1 whatever M and however the work is split,
+// so a row's result does not depend on the rows beside it. Products big enough, called outside a
+// parallel job, are split by panels across the cores. Throws ShapeError if K differs from w's.
+void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const PackedMatrix& w,
+                 float beta, float* c, int64_t ldc);
+
+// Packs of weights that stay unchanged for as long as the cache is in use: one decoding call, or
+// one training step (invalidate() after the weights change). A pack is made the first time it is
+// asked for, by whichever thread asks; keys are the weights' storage, so only long-lived tensors
+// (parameters) may be looked up, never temporaries whose memory could be reused.
+class WeightPacks {
+ public:
+  // The pack of w (N,K, float32), made now if it is missing or out of date. Thread-safe.
+  const PackedMatrix& get(const Tensor& w);
+  // Every pack is out of date (the weights have changed); their memory is kept for the repacking.
+  void invalidate();
+  size_t size() const;
+
+ private:
+  struct Entry {
+    const void* key = nullptr;
+    Shape shape;
+    uint64_t generation = 0;
+    std::mutex mu;
+    PackedMatrix pack;
+  };
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Entry>> entries_;
+  uint64_t generation_ = 1;
+};
+
+}  // namespace tapestry
