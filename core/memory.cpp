@@ -1,6 +1,7 @@
 // Memory: a size-class pool of 64-byte aligned blocks (4 classes per power of two). Each thread
 // keeps its own free lists, so a steady step allocates and frees without a lock; a shared list
-// behind them takes a thread's blocks when it exits and serves other threads' misses.
+// behind them takes a thread's blocks when it exits, the blocks a thread frees that another took
+// out, and serves every thread's misses.
 #include "core/memory.h"
 
 #include <atomic>
@@ -144,6 +145,7 @@ StorageRef allocate_storage(size_t bytes) {
     s->data = ::operator new(size, std::align_val_t(kAlign));
     count(&Counters::system, mine, 1);
   }
+  s->owner = mine;
   count(&Counters::in_use, mine, static_cast<int64_t>(s->bytes));
   return StorageRef(s);
 }
@@ -155,7 +157,10 @@ void StorageRef::release() {
     const auto bytes = static_cast<int64_t>(s_->bytes);
     count(&Counters::in_use, mine, -bytes);
     if (s_->size_class < kClasses) {
-      if (mine) {
+      // A block another thread took out goes back where that thread's misses will find it: kept
+      // here, it would sit unused while the other thread (a decoding shard's worker, every
+      // call) took new memory from the system.
+      if (mine && s_->owner == mine) {
         mine->lists[s_->size_class].push_back(s_);
       } else {
         Shared& sh = shared();

@@ -14,6 +14,7 @@ struct Storage {
   int32_t size_class = 0;
   size_t bytes = 0;  // usable bytes (>= what was asked for)
   void* data = nullptr;
+  const void* owner = nullptr;  // the pool of the thread that took it out (null: none)
 };
 
 // Intrusive owning pointer to a Storage; returns the block to the pool on last release.

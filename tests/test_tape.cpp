@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "core/memory.h"
+#include "core/parallel.h"
 #include "core/random.h"
 #include "core/tape.h"
 #include "ops/ops.h"
@@ -201,4 +202,25 @@ TEST_CASE("10,000 record-backward-clear cycles keep memory flat", "[tape][memory
   REQUIRE(after.bytes_in_use == before.bytes_in_use);
   REQUIRE(after.pool_hits > before.pool_hits);
   REQUIRE(rss_after - rss_before < 1024);  // under 1 MB of growth over 10,000 steps
+}
+
+TEST_CASE("a big block freed on another thread than the one that made it is reused",
+          "[tape][memory]") {
+  // A decoding call's weight packs are made on whichever core needs them first and freed on the
+  // caller's: the next call must find them again instead of taking new memory from the system.
+  set_parallel_threads(2);
+  auto cycle = [] {
+    Tensor made;
+    parallel_run(2, [&](int job) {
+      if (job == 1) made = Tensor::empty({1 << 19}, DType::f32);  // 2 MB, on the pool thread
+    });
+    made = Tensor();  // freed here, on the calling thread
+  };
+  for (int i = 0; i < 3; ++i) cycle();
+  const MemoryStats before = memory_stats();
+  for (int i = 0; i < 50; ++i) cycle();
+  const MemoryStats after = memory_stats();
+  set_parallel_threads(0);
+  CHECK(after.system_allocations == before.system_allocations);
+  CHECK(after.bytes_cached == before.bytes_cached);
 }
