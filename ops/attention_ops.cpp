@@ -16,25 +16,31 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // additive_scores
 // e = sum_a v tanh(p + q);  t = tanh(p + q);  dpre = de v (1 - t^2);  dp += dpre;
-// dq += sum_s dpre;  dv += sum_{b,s} de t.   Saved: t (B,S,A), v.
+// dq += sum_s dpre;  dv += sum_{b,s} de t.   Saved: p (B,S,A), q (B,A) and v, which stay alive
+// anyway; t is recomputed a row at a time rather than kept (B,S,A) for every decoder step.
 void additive_scores_backward(Tape& tape, const Node& n) {
-  const Tensor& t = tape.saved(n, 0);
-  const Tensor& v = tape.saved(n, 1);
+  const Tensor& p = tape.saved(n, 0);
+  const Tensor& q = tape.saved(n, 1);
+  const Tensor& v = tape.saved(n, 2);
   Tensor *dp = tape.input_grad(n, 0), *dq = tape.input_grad(n, 1), *dv = tape.input_grad(n, 2);
-  const int64_t b = t.dim(0), s = t.dim(1), a = t.dim(2);
-  dispatch(t.dtype(), [&](auto tag) {
+  const int64_t b = p.dim(0), s = p.dim(1), a = p.dim(2);
+  dispatch(p.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* pt = t.data<T>();
+    const T* pp = p.data<T>();
+    const T* pq = q.data<T>();
     const T* pv = v.data<T>();
     const T* de = n.grad.data<T>();
     T* pdp = dp ? dp->data<T>() : nullptr;
     T* pdq = dq ? dq->data<T>() : nullptr;
     T* pdv = dv ? dv->data<T>() : nullptr;
-    T* dpre = detail::scratch<T>(static_cast<size_t>(a));
+    T* row = detail::scratch<T, 0>(static_cast<size_t>(a));
+    T* dpre = detail::scratch<T, 1>(static_cast<size_t>(a));
     for (int64_t i = 0; i < b; ++i) {
       for (int64_t j = 0; j < s; ++j) {
         const T g = de[i * s + j];
-        const T* row = pt + (i * s + j) * a;
+        const T* pr = pp + (i * s + j) * a;
+        const T* qr = pq + i * a;
+        for (int64_t k = 0; k < a; ++k) row[k] = detail::tanh(pr[k] + qr[k]);
         for (int64_t k = 0; k < a; ++k) dpre[k] = g * pv[k] * (T(1) - row[k] * row[k]);
         if (pdp) {
           T* d = pdp + (i * s + j) * a;
@@ -53,33 +59,22 @@ TAPESTRY_OP(kAdditiveScores, "additive_scores", additive_scores_backward,
             "dv += sum de t");
 
 namespace {
-// e[i,j] = v . tanh(p[i,j,:] + q[i,:]), one fused pass over each row: the dot product runs in the
-// lanes of detail::dot (same order, same result), and t = tanh(...) is written out only when
-// backward will need it.
-template <class T, bool kSave>
-void additive_rows(const T* pp, const T* pq, const T* pv, T* pt, T* pe, int64_t b, int64_t s,
-                   int64_t a) {
+// e[i,j] = v . tanh(p[i,j,:] + q[i,:]) in one pass over each row, in the lanes of detail::dot
+// (the same order, so the same result as tanh then dot).
+template <class T>
+void additive_rows(const T* pp, const T* pq, const T* pv, T* pe, int64_t b, int64_t s, int64_t a) {
   constexpr int kLanes = 64 / sizeof(T);
   const int64_t full = a / kLanes * kLanes;
   for (int64_t i = 0; i < b; ++i)
     for (int64_t j = 0; j < s; ++j) {
       const T* __restrict pr = pp + (i * s + j) * a;
       const T* __restrict qr = pq + i * a;
-      T* __restrict row = kSave ? pt + (i * s + j) * a : nullptr;
       T acc[kLanes] = {};
       for (int64_t k = 0; k < full; k += kLanes)
-        for (int u = 0; u < kLanes; ++u) {
-          const T x = detail::tanh(pr[k + u] + qr[k + u]);
-          if constexpr (kSave) row[k + u] = x;
-          acc[u] += pv[k + u] * x;
-        }
+        for (int u = 0; u < kLanes; ++u) acc[u] += pv[k + u] * detail::tanh(pr[k + u] + qr[k + u]);
       T sum = 0;
       for (int u = 0; u < kLanes; ++u) sum += acc[u];
-      for (int64_t k = full; k < a; ++k) {
-        const T x = detail::tanh(pr[k] + qr[k]);
-        if constexpr (kSave) row[k] = x;
-        sum += pv[k] * x;
-      }
+      for (int64_t k = full; k < a; ++k) sum += pv[k] * detail::tanh(pr[k] + qr[k]);
       pe[i * s + j] = sum;
     }
 }
@@ -92,22 +87,16 @@ Var additive_scores(const Var& p, const Var& q, const Var& v) {
     misfit("additive_scores", {&p, &q, &v}, "(B,S,A), (B,A) and (A)");
   const int64_t b = p.dim(0), s = p.dim(1), a = p.dim(2);
   Tensor e = Tensor::empty({b, s}, p.dtype());
-  Tape* tape = recording_tape({&p, &q, &v});
-  Tensor t = tape ? Tensor::empty({b, s, a}, p.dtype()) : Tensor();
   dispatch(p.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* pp = p.value().data<T>();
-    const T* pq = q.value().data<T>();
-    const T* pv = v.value().data<T>();
-    T* pe = e.data<T>();
-    if (tape)
-      additive_rows<T, true>(pp, pq, pv, t.data<T>(), pe, b, s, a);
-    else
-      additive_rows<T, false>(pp, pq, pv, nullptr, pe, b, s, a);
+    additive_rows<T>(p.value().data<T>(), q.value().data<T>(), v.value().data<T>(), e.data<T>(), b,
+                     s, a);
   });
+  Tape* tape = recording_tape({&p, &q, &v});
   if (!tape) return Var(std::move(e));
   const int32_t id = tape->record(kAdditiveScores, std::move(e), {&p, &q, &v});
-  tape->save(id, std::move(t));
+  tape->save(id, p.value());
+  tape->save(id, q.value());
   tape->save(id, v.value());
   return tape->output(id);
 }

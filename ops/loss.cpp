@@ -1,8 +1,10 @@
-// Cross-entropy fused with its softmax: one pass for the loss, the probabilities kept for backward.
+// Cross-entropy fused with its softmax: the loss in one pass, the probabilities recomputed in
+// backward.
 #include "ops/loss.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "ops/kernels.h"
@@ -35,25 +37,30 @@ void check_cross_entropy(const Shape& s, std::span<const int32_t> targets, int32
 
 // ---------------------------------------------------------------------------------------------
 // cross_entropy
-// L = mean_i (logsumexp(z_i) - z_i[t_i]);  dz_i += dL * (softmax(z_i) - onehot(t_i)) / count
-// Reads the saved probabilities, the targets (attrs) and scalars (count, ignore_index).
+// L = mean_i (lse_i - z_i[t_i]), lse_i = logsumexp(z_i);  dz_i += dL (exp(z_i - lse_i) -
+// onehot(t_i)) / count.  Saved: the logits (alive anyway, as their producer's value) and lse per
+// row, from which backward recomputes the probabilities instead of keeping another (N,V) tensor;
+// the targets (attrs) and scalars (count, ignore_index).
 void cross_entropy_backward(Tape& tape, const Node& n) {
   Tensor* dz = tape.input_grad(n, 0);
   const double count = n.scalar[0];
   if (!dz || count == 0) return;
-  const Tensor& p = tape.saved(n, 0);
+  const Tensor& z = tape.saved(n, 0);
+  const Tensor& lse = tape.saved(n, 1);
   std::span<const int64_t> targets = tape.attrs(n);
   const auto ignore_index = static_cast<int64_t>(n.scalar[1]);
-  const int64_t v = p.dim(1);
-  dispatch(p.dtype(), [&](auto tag) {
+  const int64_t v = z.dim(1);
+  dispatch(z.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T g = static_cast<T>(n.grad.data<T>()[0] / count);
-    const T* pp = p.data<T>();
+    const T* pz = z.data<T>();
+    const T* pl = lse.data<T>();
     T* d = dz->data<T>();
     for (size_t i = 0; i < targets.size(); ++i) {
       if (targets[i] == ignore_index) continue;
       const int64_t row = static_cast<int64_t>(i) * v;
-      for (int64_t j = 0; j < v; ++j) d[row + j] += g * pp[row + j];
+      const T l = pl[i];
+      for (int64_t j = 0; j < v; ++j) d[row + j] += g * detail::exp(pz[row + j] - l);
       d[row + targets[i]] -= g;
     }
   });
@@ -62,50 +69,66 @@ TAPESTRY_OP(
     kCrossEntropy, "cross_entropy", cross_entropy_backward,
     "L = mean_i(logsumexp(z_i) - z_i[t_i]);  dz_i += dL * (softmax(z_i) - onehot(t_i)) / count");
 
+namespace {
+// max_j z_j and rest = sum of e^(z_j - max) over the j below the max (each maximal j contributes
+// exactly 1, counted apart): logsumexp = max + log1p(rest + maxima - 1), so a confident row's
+// loss (1e-13 beside logits of 30) keeps its digits instead of cancelling in log(s). Independent
+// lanes, added in a fixed order: the loops vectorise and the result depends on z alone.
+template <class T>
+std::pair<T, T> max_and_rest(const T* z, int64_t v) {
+  constexpr int kLanes = 64 / sizeof(T);
+  const int64_t full = v / kLanes * kLanes;
+  T lane[kLanes], count[kLanes];
+  for (int u = 0; u < kLanes; ++u) lane[u] = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < full; j += kLanes)
+    for (int u = 0; u < kLanes; ++u) lane[u] = z[j + u] > lane[u] ? z[j + u] : lane[u];
+  T m = -std::numeric_limits<T>::infinity();
+  for (int u = 0; u < kLanes; ++u) m = lane[u] > m ? lane[u] : m;
+  for (int64_t j = full; j < v; ++j) m = z[j] > m ? z[j] : m;
+  for (int u = 0; u < kLanes; ++u) lane[u] = count[u] = 0;
+  for (int64_t j = 0; j < full; j += kLanes)
+    for (int u = 0; u < kLanes; ++u) {
+      const T x = z[j + u];
+      lane[u] += x < m ? detail::exp(x - m) : T(0);
+      count[u] += x < m ? T(0) : T(1);
+    }
+  T rest = 0, maxima = 0;
+  for (int u = 0; u < kLanes; ++u) rest += lane[u], maxima += count[u];
+  for (int64_t j = full; j < v; ++j) {
+    rest += z[j] < m ? detail::exp(z[j] - m) : T(0);
+    maxima += z[j] < m ? T(0) : T(1);
+  }
+  return {m, rest + (maxima - 1)};
+}
+}  // namespace
+
 // logits (N,V), targets (N) -> loss ()
 Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t ignore_index) {
   check_cross_entropy(logits.shape(), targets, ignore_index);
   const int64_t n = logits.dim(0), v = logits.dim(1);
   Tape* tape = recording_tape({&logits});
-  // The probabilities are written only when backward will read them; ignored rows are zeroed.
-  Tensor probs = tape ? Tensor::empty(logits.shape(), logits.dtype()) : Tensor();
+  Tensor lse = tape ? Tensor::zeros({n}, logits.dtype()) : Tensor();
   double total = 0;
   int64_t count = 0;
   dispatch(logits.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* z = logits.value().data<T>();
-    T* pp = probs.defined() ? probs.data<T>() : nullptr;
-    T* row_buffer = pp ? nullptr : detail::scratch<T>(static_cast<size_t>(v));  // nothing saved
+    T* pl = lse.defined() ? lse.data<T>() : nullptr;
     for (int64_t i = 0; i < n; ++i) {
-      if (targets[i] == ignore_index) {
-        if (pp) std::fill(pp + i * v, pp + (i + 1) * v, T(0));
-        continue;
-      }
+      if (targets[i] == ignore_index) continue;
       const T* zi = z + i * v;
-      const int64_t k = std::max_element(zi, zi + v) - zi;
-      const T m = zi[k];
-      T* e = pp ? pp + i * v : row_buffer;
-      // Separate loops: the exp loop vectorises, the sum (order-sensitive) need not.
-      for (int64_t j = 0; j < v; ++j) e[j] = detail::exp(zi[j] - m);
-      e[k] = 1;  // exp(0), exactly
-      // logsumexp = m + log(1 + sum of the other terms), through log1p: a confident row's loss
-      // (1e-4 beside logits of 20) keeps its digits rather than cancelling in log(s) - (z_t - m).
-      T rest = 0;
-      for (int64_t j = 0; j < k; ++j) rest += e[j];
-      for (int64_t j = k + 1; j < v; ++j) rest += e[j];
-      const T s = 1 + rest;
+      const auto [m, rest] = max_and_rest(zi, v);
       total += static_cast<double>(std::log1p(rest) + (m - zi[targets[i]]));
       ++count;
-      if (!pp) continue;
-      const T inv = T(1) / s;
-      for (int64_t j = 0; j < v; ++j) e[j] *= inv;
+      if (pl) pl[i] = m + std::log1p(rest);
     }
   });
   Tensor loss =
       Tensor::scalar(count > 0 ? total / static_cast<double>(count) : 0.0, logits.dtype());
   if (!tape) return Var(std::move(loss));
   int32_t id = tape->record(kCrossEntropy, std::move(loss), {&logits});
-  tape->save(id, std::move(probs));
+  tape->save(id, logits.value());
+  tape->save(id, std::move(lse));
   tape->save_attrs(id, targets);
   tape->set_scalars(id, static_cast<double>(count), ignore_index);
   return tape->output(id);
