@@ -26,13 +26,14 @@ constexpr int64_t kDepth = 512;
 // across the cores.
 constexpr int64_t kSplitWork = int64_t{1} << 22;
 
-// c rows (MR,nr) = a rows (MR,kc) x panel block (kc,16)^T, then c = acc + beta c. Every element
+// c rows (MR,nr) = a rows (MR,kc) x panel block (kc,16)^T, then c = (acc + beta c) + bias (the
+// bias, if any, is given on the last block of k only). Every element
 // is the chain acc = fma(a_k, w_k, acc) over the block's k in order. 6 rows x 2 registers are 12
 // accumulators; a step of k loads 2 panel registers and broadcasts 6 elements of a for 12 fused
 // multiply-adds, so the loads keep up with both FMA units.
 template <int MR>
 void micro(int64_t kc, const float* __restrict a, int64_t lda, const float* __restrict b,
-           float* __restrict c, int64_t ldc, int64_t nr, float beta) {
+           float* __restrict c, int64_t ldc, int64_t nr, float beta, const float* bias) {
   alignas(32) float t[MR][kPanel];
 #if defined(__AVX2__) && defined(__FMA__)
   // Loops over constant indices, fully unrolled, so that GCC keeps acc in registers.
@@ -60,9 +61,11 @@ void micro(int64_t kc, const float* __restrict a, int64_t lda, const float* __re
     for (int i = 0; i < MR; ++i)
       for (int v = 0; v < kVecs; ++v) {
         float* p = c + i * ldc + kLanes * v;
-        const __m256 x = _mm256_load_ps(t[i] + kLanes * v);
+        __m256 x = _mm256_load_ps(t[i] + kLanes * v);
         // beta = 0 must not read c, which may be uninitialised (0 * NaN is NaN).
-        _mm256_storeu_ps(p, beta == 0.0f ? x : _mm256_fmadd_ps(vb, _mm256_loadu_ps(p), x));
+        if (beta != 0.0f) x = _mm256_fmadd_ps(vb, _mm256_loadu_ps(p), x);
+        if (bias) x = _mm256_add_ps(x, _mm256_loadu_ps(bias + kLanes * v));
+        _mm256_storeu_ps(p, x);
       }
     return;
   }
@@ -77,31 +80,34 @@ void micro(int64_t kc, const float* __restrict a, int64_t lda, const float* __re
   for (int i = 0; i < MR; ++i)
     for (int64_t j = 0; j < nr; ++j) {
       float* p = c + i * ldc + j;
-      *p = beta == 0.0f ? t[i][j] : std::fma(beta, *p, t[i][j]);
+      const float x = beta == 0.0f ? t[i][j] : std::fma(beta, *p, t[i][j]);
+      *p = bias ? x + bias[j] : x;
     }
 }
 
 using Micro = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t,
-                       float);
+                       float, const float*);
 constexpr Micro kMicro[kRows + 1] = {nullptr,  micro<1>, micro<2>, micro<3>,
                                      micro<4>, micro<5>, micro<6>};
 
-// Panels [p0, p1) of c = a W^T + beta c. The rows are cut into tiles of nearly equal height (at
-// most 6): 32 rows are 6, 6, 5, 5, 5, 5 rather than five 6s and a 2, whose kernel would keep
-// only 4 accumulators busy.
+// Panels [p0, p1) of c = a W^T + beta c (+ bias). The rows are cut into tiles of nearly equal
+// height (at most 6): 32 rows are 6, 6, 5, 5, 5, 5 rather than five 6s and a 2, whose kernel would
+// keep only 4 accumulators busy.
 void panels_product(int64_t m, const float* a, int64_t lda, const PackedMatrix& w, int64_t p0,
-                    int64_t p1, float beta, float* c, int64_t ldc) {
+                    int64_t p1, float beta, const float* bias, float* c, int64_t ldc) {
   const int64_t k = w.cols(), n = w.rows();
   const int64_t tiles = (m + kRows - 1) / kRows;
   for (int64_t k0 = 0; k0 < k; k0 += kDepth) {
     const int64_t kc = std::min(kDepth, k - k0);
     const float b_here = k0 == 0 ? beta : 1.0f;  // later blocks add to the earlier ones
+    const bool last = k0 + kc == k;
     for (int64_t p = p0; p < p1; ++p) {
       const float* b = w.panel(p) + k0 * kPanel;
       const int64_t j0 = p * kPanel, nr = std::min(kPanel, n - j0);
       for (int64_t tile = 0, i = 0; tile < tiles; ++tile) {
         const int64_t rows = m * (tile + 1) / tiles - i;
-        kMicro[rows](kc, a + i * lda + k0, lda, b, c + i * ldc + j0, ldc, nr, b_here);
+        kMicro[rows](kc, a + i * lda + k0, lda, b, c + i * ldc + j0, ldc, nr, b_here,
+                     last && bias ? bias + j0 : nullptr);
         i += rows;
       }
     }
@@ -168,7 +174,7 @@ void PackedMatrix::pack(const Tensor& w) {
 }
 
 void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const PackedMatrix& w,
-                 float beta, float* c, int64_t ldc) {
+                 float beta, float* c, int64_t ldc, const float* bias) {
   if (k != w.cols())
     throw ShapeError(fmt::format("gemm_packed: a has {} columns, the packed matrix ({},{}) {}", k,
                                  w.rows(), w.cols(), w.cols()));
@@ -176,19 +182,19 @@ void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const Packed
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < w.rows(); ++j)
-        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        c[i * ldc + j] = (beta == 0.0f ? 0.0f : beta * c[i * ldc + j]) + (bias ? bias[j] : 0.0f);
     return;
   }
   const int64_t panels = w.panels();
   const int parts = parallel_threads();
   if (parts >= 2 && panels >= parts && m * w.rows() * k >= kSplitWork && !in_parallel_region()) {
     parallel_run(parts, [&](int part) {
-      panels_product(m, a, lda, w, panels * part / parts, panels * (part + 1) / parts, beta, c,
-                     ldc);
+      panels_product(m, a, lda, w, panels * part / parts, panels * (part + 1) / parts, beta, bias,
+                     c, ldc);
     });
     return;
   }
-  panels_product(m, a, lda, w, 0, panels, beta, c, ldc);
+  panels_product(m, a, lda, w, 0, panels, beta, bias, c, ldc);
 }
 
 // ---------------------------------------------------------------------------------------------

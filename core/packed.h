@@ -30,12 +30,14 @@ class PackedMatrix {
   int64_t n_ = 0, k_ = 0;
 };
 
-// c (M,N) = a (M,K) W^T + beta c, row-major with row strides lda and ldc. Each element of c is
-// the same chain of fused multiply-adds over k = 0..K-1 whatever M and however the work is split,
-// so a row's result does not depend on the rows beside it. Products big enough, called outside a
-// parallel job, are split by panels across the cores. Throws ShapeError if K differs from w's.
+// c (M,N) = (a (M,K) W^T + beta c) + bias, row-major with row strides lda and ldc; bias (N) may
+// be null. Each element of c is the same chain of fused multiply-adds over k = 0..K-1 whatever M
+// and however the work is split, so a row's result does not depend on the rows beside it; the
+// bias is added last, as a separate add after the product would. Products big enough, called
+// outside a parallel job, are split by panels across the cores. Throws ShapeError if K differs
+// from w's.
 void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const PackedMatrix& w,
-                 float beta, float* c, int64_t ldc);
+                 float beta, float* c, int64_t ldc, const float* bias = nullptr);
 
 // Packs of weights that stay unchanged for as long as the cache is in use: one decoding call, or
 // one training step (invalidate() after the weights change). A pack is made the first time it is

@@ -120,10 +120,16 @@ class AdditiveAttention : public Attention {
     Var e;
     {
       Region r(tape, "attention.scores");
-      // (B,Hq) x (A,Hq)^T -> (B,A); concat's query weight is a slice (a copy): no pack
-      Var wq =
-          ops::matmul(query, query_weight(tape), false, true, u_ ? tape.weight_packs() : nullptr);
-      if (b_) wq = ops::add(wq, b_->var(tape));
+      // W s + b: (B,Hq) x (A,Hq)^T -> (B,A); one affine op when fused, else the product and
+      // the add. Concat's query weight is a slice (a copy): no pack.
+      const Var bias = b_ ? b_->var(tape) : Var();
+      Var wq;
+      if (config_.fused) {
+        wq = ops::affine(query, query_weight(tape), bias, u_ ? tape.weight_packs() : nullptr);
+      } else {
+        wq = ops::matmul(query, query_weight(tape), false, true);
+        if (b_) wq = ops::add(wq, bias);
+      }
       if (config_.fused) {
         e = ops::additive_scores(m.precomputed, wq, v_->var(tape));
       } else {

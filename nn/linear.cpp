@@ -1,4 +1,4 @@
-// Linear layer: one BLAS product over all leading axes, then a broadcast bias.
+// Linear layer: y = x W^T + b as one affine op over all leading axes.
 #include "nn/linear.h"
 
 #include <fmt/format.h>
@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "nn/init.h"
-#include "ops/arith.h"
 #include "ops/matmul.h"
 
 namespace tapestry::nn {
@@ -28,10 +27,8 @@ Var Linear::forward(Tape& tape, const Var& x) {
     throw ShapeError(
         fmt::format("linear: input {} does not fit weight ({},{}): expected (N,{}) or (B,S,{})",
                     x.shape().str(), out_, in_, in_, in_));
-  // (N,in) x (out,in)^T -> (N,out)
-  Var y = ops::matmul(x, weight_->var(tape), false, true, tape.weight_packs());
-  if (bias_) y = ops::add(y, bias_->var(tape));
-  return y;
+  // (N,in) x (out,in)^T + (out) -> (N,out)
+  return ops::affine(x, weight_->var(tape), bias_ ? bias_->var(tape) : Var(), tape.weight_packs());
 }
 
 }  // namespace tapestry::nn

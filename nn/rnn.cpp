@@ -120,8 +120,7 @@ RecurrentState Cell::forward(Tape& tape, const Var& x, const RecurrentState& s) 
         "{} cell: input {} and state h {} c {} do not fit input size {} and hidden size {}", name,
         x.shape().str(), s.h.shape().str(), s.c.value().defined() ? s.c.shape().str() : "none",
         input_, hidden_));
-  Var gx = ops::add(ops::matmul(x, w_ih_->var(tape), false, true, tape.weight_packs()),
-                    b_ih_->var(tape));
+  Var gx = ops::affine(x, w_ih_->var(tape), b_ih_->var(tape), tape.weight_packs());
   return cell_step(kind_, gx, s, w_hh_->var(tape), b_hh_->var(tape), tape.weight_packs());
 }
 
@@ -130,7 +129,7 @@ Var Cell::project_head(Tape& tape, const Var& a, int64_t split) {
     throw ShapeError(fmt::format("{} cell: head {} does not fit a split at {} of input size {}",
                                  cell_name(kind_), a.shape().str(), split, input_));
   Var w_head = ops::slice(w_ih_->var(tape), 1, 0, split);  // (G*H, split)
-  return ops::add(ops::matmul(a, w_head, false, true), b_ih_->var(tape));
+  return ops::affine(a, w_head, b_ih_->var(tape));         // w_head is a copy: no pack
 }
 
 Var Cell::weight_tail(Tape& tape, int64_t split) {
@@ -195,8 +194,7 @@ Var RNN::run_direction(Tape& tape, const Weights& w, const Var& x, const Tensor&
   const int64_t b = x.dim(0), steps = x.dim(1), g = gate_count(kind_) * hidden_;
   // All steps' input projections in one product: (B,S,in) x (G*H,in)^T -> (B,S,G*H), laid out
   // step-major (S,B,G*H) once so that each step's slice is a view, not a copy.
-  Var gx_all = ops::add(ops::matmul(x, w.w_ih->var(tape), false, true, tape.weight_packs()),
-                        w.b_ih->var(tape));
+  Var gx_all = ops::affine(x, w.w_ih->var(tape), w.b_ih->var(tape), tape.weight_packs());
   Var gx_steps = ops::permute(gx_all, {1, 0, 2});
   Var w_hh = w.w_hh->var(tape), b_hh = w.b_hh->var(tape);
   Tensor zeros = Tensor::zeros({b, hidden_}, x.dtype());

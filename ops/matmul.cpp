@@ -150,4 +150,71 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* 
   return tape->output(id);
 }
 
+// ---------------------------------------------------------------------------------------------
+// affine
+// y = x W^T + b;  dx += dy W;  dW += dy^T x;  db += sum_rows dy
+// One op rather than matmul then add: the product without its bias is never kept (at the output
+// layer it is as big as the logits). x (...,K) is read as R = numel/K rows. Saved: x and W,
+// alive anyway.
+void affine_backward(Tape& tape, const Node& n) {
+  const Tensor& x = tape.saved(n, 0);
+  const Tensor& w = tape.saved(n, 1);
+  Tensor *dx = tape.input_grad(n, 0), *dw = tape.input_grad(n, 1), *db = tape.input_grad(n, 2);
+  const int64_t out = w.dim(0), k = w.dim(1), rows = x.numel() / std::max<int64_t>(k, 1);
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* dy = n.grad.data<T>();
+    if (dx)  // (R,out) x (out,K) -> (R,K)
+      blas::gemm(false, false, rows, k, out, T(1), dy, out, w.data<T>(), k, T(1), dx->data<T>(), k);
+    if (dw)  // (R,out)^T x (R,K) -> (out,K)
+      blas::gemm(true, false, out, k, rows, T(1), dy, out, x.data<T>(), k, T(1), dw->data<T>(), k);
+    if (db) {
+      T* d = db->data<T>();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < out; ++j) d[j] += dy[r * out + j];
+    }
+  });
+}
+TAPESTRY_OP(kAffine, "affine", affine_backward,
+            "y = x W^T + b;  dx += dy W;  dW += dy^T x;  db += sum_rows dy");
+
+Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs) {
+  const bool bias = b.value().defined();
+  if (bias)
+    check_same_dtype("affine", {&x.value(), &w.value(), &b.value()});
+  else
+    detail::same_dtype("affine", x, w);
+  if ((x.ndim() != 2 && x.ndim() != 3) || w.ndim() != 2 || x.shape().back() != w.dim(1) ||
+      (bias && (b.ndim() != 1 || b.dim(0) != w.dim(0))))
+    throw ShapeError(fmt::format(
+        "affine: input {}, weight {} and bias {} do not fit: expected (N,K) or (B,S,K), (M,K) "
+        "and (M)",
+        x.shape().str(), w.shape().str(), bias ? b.shape().str() : "none"));
+  const int64_t out = w.dim(0), k = w.dim(1), rows = x.numel() / std::max<int64_t>(k, 1);
+  Shape shape = x.shape();
+  shape = x.ndim() == 3 ? Shape{shape[0], shape[1], out} : Shape{shape[0], out};
+  Tensor y = Tensor::empty(shape, x.dtype());
+  if (packs && x.dtype() == DType::f32 && rows >= 2) {
+    gemm_packed(rows, k, x.value().data<float>(), k, packs->get(w.value()), 0.0f, y.data<float>(),
+                out, bias ? b.value().data<float>() : nullptr);
+  } else {
+    dispatch(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* py = y.data<T>();
+      blas::gemm(false, true, rows, out, k, T(1), x.value().data<T>(), k, w.value().data<T>(), k,
+                 T(0), py, out);
+      if (!bias) return;
+      const T* pb = b.value().data<T>();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < out; ++j) py[r * out + j] += pb[j];
+    });
+  }
+  Tape* tape = recording_tape({&x, &w, &b});
+  if (!tape) return Var(std::move(y));
+  const int32_t id = tape->record(kAffine, std::move(y), {&x, &w, &b});
+  tape->save(id, x.value());
+  tape->save(id, w.value());
+  return tape->output(id);
+}
+
 }  // namespace tapestry::ops

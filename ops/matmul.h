@@ -1,4 +1,5 @@
-// Matrix products through BLAS: 2-D, batched 3-D, and 3-D by 2-D, with optional transposes.
+// Matrix products through BLAS: 2-D, batched 3-D, and 3-D by 2-D, with optional transposes; the
+// affine map x W^T + b of a fully connected layer.
 #pragma once
 
 #include "core/tape.h"
@@ -15,5 +16,10 @@ namespace tapestry::ops {
 // of handing b to BLAS. The backward is the same either way.
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false,
            WeightPacks* packs = nullptr);
+
+// y = x W^T + b, the fully connected layer as one op: x (N,K) or (B,S,K), W (M,K), b (M) or
+// undefined (no bias) -> (N,M) or (B,S,M). With `packs`, W is a weight as for matmul. Throws
+// ShapeError naming every shape unless they fit.
+Var affine(const Var& x, const Var& w, const Var& b = Var(), WeightPacks* packs = nullptr);
 
 }  // namespace tapestry::ops

@@ -1,4 +1,4 @@
-// Gradient-check cases for matmul: every shape form and every transpose combination.
+// Gradient-check cases for matmul (every shape form and transpose combination) and affine.
 #include "ops/gradcheck_cases.h"
 #include "ops/matmul.h"
 
@@ -21,6 +21,12 @@ void add_matmul_cases(GradcheckRegistry& reg) {
                   [](S x) { return matmul(x[0], x[1]); }));
   reg.add(op_case("matmul", "a reused: a a^T", {{{3, 4}}},
                   [](S x) { return matmul(x[0], x[0], false, true); }));
+
+  auto lin = [](S x) { return affine(x[0], x[1], x.size() > 2 ? x[2] : Var()); };
+  reg.add(op_case("affine", "(N,K) with bias", {{{3, 4}}, {{5, 4}}, {{5}}}, lin));
+  reg.add(op_case("affine", "(B,S,K) with bias", {{{2, 3, 4}}, {{5, 4}}, {{5}}}, lin));
+  reg.add(op_case("affine", "no bias", {{{3, 4}}, {{2, 4}}}, lin));
+  reg.add(op_case("affine", "one row, one output", {{{1, 6}}, {{1, 6}}, {{1}}}, lin));
 }
 
 }  // namespace tapestry::ops

@@ -213,7 +213,9 @@ TEST_CASE("explain: each node passes on exactly the gradient its inputs receive"
         CHECK(g <= total * (1 + 1e-12));
       }
     }
-    CHECK(single > 50);
+    // Most nodes pass their gradient to an input that no other node reads: the exact check ran
+    // on them, not on a handful.
+    CHECK(single > static_cast<int>(nodes.size()) / 2);
   }
 }
 
