@@ -78,6 +78,7 @@ double Trainer::step(const Batch& batch) {
   const auto shards = static_cast<int>(std::min<int64_t>(options_.shards, batch.size));
   while (tapes_.size() < static_cast<size_t>(shards)) {
     tapes_.push_back(std::make_unique<Tape>());
+    tapes_.back()->set_weight_packs(&packs_);
     std::vector<std::pair<Tensor, Tensor>> sink;
     if (tapes_.size() > 1)
       for (auto* p : params_)
@@ -94,6 +95,8 @@ double Trainer::step(const Batch& batch) {
     if (shards > 1) slice_rows_into(batch, begin, end - begin, parts_[k]);
     seeds_[k] = model_.rng().next_u64();
   }
+  // The optimizer changed the weights since the last step: their packs are remade on first use.
+  packs_.invalidate();
   const auto total = static_cast<double>(batch.target_tokens());
   parallel_run(shards, [&](int k) {
     const Batch& part = shards == 1 ? batch : parts_[k];

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 
+#include "core/packed.h"
 #include "models/batch.h"
 #include "models/seq2seq.h"
 #include "nn/optim.h"
@@ -78,7 +79,8 @@ class Trainer {
   Seq2Seq& model_;
   TrainOptions options_;
   std::vector<nn::Parameter*> params_;
-  std::vector<std::unique_ptr<Tape>> tapes_;                   // one per shard
+  std::vector<std::unique_ptr<Tape>> tapes_;  // one per shard
+  WeightPacks packs_;  // the weights packed for the forward products, shared by the shards
   std::vector<std::vector<std::pair<Tensor, Tensor>>> sinks_;  // shard k > 0: (grad, buffer)
   std::vector<Batch> parts_;     // this step's shards, their lists reused from step to step
   std::vector<uint64_t> seeds_;  // each shard's random draws
