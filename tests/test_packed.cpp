@@ -10,6 +10,8 @@
 #include "core/packed.h"
 #include "core/parallel.h"
 #include "core/random.h"
+#include "core/tape.h"
+#include "ops/ops.h"
 
 using namespace tapestry;
 
@@ -138,4 +140,32 @@ TEST_CASE("weight packs are made once, shared by threads, and remade after inval
   REQUIRE(after[0] == Approx(before[0] + 1.0f));
   REQUIRE(std::equal(after.begin() + 1, after.end(), before.begin() + 1));
   REQUIRE(packs.size() == 2);
+}
+
+TEST_CASE("matmul and affine read a weight's pack and give the values and gradients of BLAS",
+          "[packed]") {
+  Rng rng(4);
+  WeightPacks packs;
+  Tensor w = random_matrix(37, 20, rng), bias = random_matrix(1, 37, rng).reshape(Shape{37});
+  Tensor x = random_matrix(9, 20, rng);
+  auto run = [&](bool packed, bool with_bias) {
+    Tape tape;
+    Tensor dx = Tensor::zeros(x.shape(), DType::f32), dw = Tensor::zeros(w.shape(), DType::f32),
+           db = Tensor::zeros(bias.shape(), DType::f32);
+    Var xv = tape.bind(x, dx), wv = tape.bind(w, dw), bv = tape.bind(bias, db);
+    WeightPacks* p = packed ? &packs : nullptr;
+    Var y = with_bias ? ops::affine(xv, wv, bv, p) : ops::matmul(xv, wv, false, true, p);
+    tape.backward(y, Tensor::full(y.shape(), 1.0, DType::f32));
+    return std::vector<Tensor>{y.value(), dx, dw, db};
+  };
+  for (bool with_bias : {false, true}) {
+    INFO((with_bias ? "affine" : "matmul"));
+    const auto blas = run(false, with_bias), packed = run(true, with_bias);
+    const float* a = blas[0].data<float>();
+    const float* b = packed[0].data<float>();
+    for (int64_t i = 0; i < blas[0].numel(); ++i) REQUIRE(b[i] == Approx(a[i]).margin(1e-5));
+    for (size_t g = 1; g < blas.size(); ++g)  // the backward is the same code on the same dy
+      REQUIRE(blas[g].to_vector() == packed[g].to_vector());
+  }
+  REQUIRE(packs.size() == 1);  // one weight, packed once for both products
 }
