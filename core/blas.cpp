@@ -88,40 +88,47 @@ class GemmTimer {
 // to OpenBLAS, whose call overhead no longer matters there.
 constexpr int64_t kSmallGemv = int64_t{1} << 16;
 
-// c[i * ldc] += alpha * dot(row i of w, x) for the n rows of w (n,k), row stride ldw, four rows
-// at a time with one 8-wide accumulator each, summed across lanes together. At decoding sizes
-// (one sentence, a 64-wide GRU) OpenBLAS's sgemv takes as long getting ready as computing, and
-// plain loops leave GCC spilling the accumulators, hence the intrinsics.
+// The 8 lane sums of a0..a7, in order: hadd pairs neighbours within each 128-bit half, twice,
+// and the halves are added last.
+inline __m256 sum_lanes8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5,
+                         __m256 a6, __m256 a7) {
+  const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a4, a5), _mm256_hadd_ps(a6, a7));
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+// c[i * ldc] += alpha * dot(row i of w, x) for the n rows of w (n,k), row stride ldw: eight rows
+// at a time with one 8-wide accumulator each, their sums reduced together into one register.
+// At decoding sizes (one sentence, a 64-wide GRU) OpenBLAS's sgemv takes as long getting ready
+// as computing, and plain loops leave GCC spilling the accumulators, hence the intrinsics.
 void gemv_rows(int64_t n, int64_t k, float alpha, const float* __restrict w, int64_t ldw,
                const float* __restrict x, float* __restrict c, int64_t ldc) {
   const int64_t kv = k / 8 * 8;
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const float* w0 = w + i * ldw;
-    const float* w1 = w0 + ldw;
-    const float* w2 = w1 + ldw;
-    const float* w3 = w2 + ldw;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (; i + 8 <= n; i += 8) {
+    const float* wi = w + i * ldw;
+    __m256 a[8];
+    for (int r = 0; r < 8; ++r) a[r] = _mm256_setzero_ps();
     for (int64_t j = 0; j < kv; j += 8) {
       const __m256 xv = _mm256_loadu_ps(x + j);
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + j), xv, a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + j), xv, a1);
-      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + j), xv, a2);
-      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + j), xv, a3);
+      for (int r = 0; r < 8; ++r)
+        a[r] = _mm256_fmadd_ps(_mm256_loadu_ps(wi + r * ldw + j), xv, a[r]);
     }
-    // Lanes of the four sums: hadd pairs them within 128-bit halves, then the halves add.
-    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-    alignas(16) float s[4];
-    _mm_store_ps(s, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
-    for (int64_t j = kv; j < k; ++j) {
-      s[0] += w0[j] * x[j], s[1] += w1[j] * x[j], s[2] += w2[j] * x[j], s[3] += w3[j] * x[j];
-    }
-    for (int r = 0; r < 4; ++r) c[(i + r) * ldc] += alpha * s[r];
+    alignas(32) float s[8];
+    _mm256_store_ps(s, sum_lanes8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
+    for (int64_t j = kv; j < k; ++j)
+      for (int r = 0; r < 8; ++r) s[r] += wi[r * ldw + j] * x[j];
+    for (int r = 0; r < 8; ++r) c[(i + r) * ldc] += alpha * s[r];
   }
   for (; i < n; ++i) {
     const float* wi = w + i * ldw;
-    float s = 0;
-    for (int64_t j = 0; j < k; ++j) s += wi[j] * x[j];
+    __m256 a = _mm256_setzero_ps();
+    for (int64_t j = 0; j < kv; j += 8)
+      a = _mm256_fmadd_ps(_mm256_loadu_ps(wi + j), _mm256_loadu_ps(x + j), a);
+    alignas(32) float l[8];
+    _mm256_store_ps(l, a);
+    float s = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    for (int64_t j = kv; j < k; ++j) s += wi[j] * x[j];
     c[i * ldc] += alpha * s;
   }
 }
