@@ -9,79 +9,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
-#include <map>
-#include <mutex>
-#include <tuple>
 #include <vector>
 
+#include "core/gemm_profile.h"
 #include "core/parallel.h"
 #include "core/scratch.h"
 
 namespace tapestry::blas {
 
 namespace {
-
-// With TAPESTRY_GEMM_PROFILE set, every product's shape and time is tallied and the table printed
-// to stderr at exit: where the GEMM time of a step goes, by shape.
-struct GemmProfile {
-  using Key = std::tuple<char, char, int64_t, int64_t, int64_t>;  // ta, tb, m, n, k
-  struct Entry {
-    int64_t calls = 0;
-    double seconds = 0;
-  };
-  std::mutex mu;
-  std::map<Key, Entry> shapes;
-  ~GemmProfile() {
-    std::vector<std::pair<Key, Entry>> rows(shapes.begin(), shapes.end());
-    std::sort(rows.begin(), rows.end(),
-              [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
-    double total = 0;
-    for (auto& r : rows) total += r.second.seconds;
-    fmt::print(stderr, "gemm profile: {:.3f} s in {} shapes\n", total, rows.size());
-    fmt::print(stderr, "{:>3} {:>3} {:>7} {:>7} {:>7} {:>9} {:>10} {:>9} {:>6}\n", "ta", "tb", "m",
-               "n", "k", "calls", "ms", "GFLOP/s", "share");
-    for (size_t i = 0; i < rows.size() && i < 40; ++i) {
-      auto [ta, tb, m, n, k] = rows[i].first;
-      const Entry& e = rows[i].second;
-      fmt::print(stderr, "{:>3} {:>3} {:>7} {:>7} {:>7} {:>9} {:>10.2f} {:>9.1f} {:>5.1f}%\n", ta,
-                 tb, m, n, k, e.calls, e.seconds * 1e3,
-                 2.0 * m * n * k * e.calls / e.seconds * 1e-9, 100 * e.seconds / total);
-    }
-  }
-};
-
-GemmProfile* profile() {
-  static GemmProfile* p = std::getenv("TAPESTRY_GEMM_PROFILE") ? new GemmProfile() : nullptr;
-  static struct Printer {
-    ~Printer() { delete p; }
-  } printer;
-  return p;
-}
-
-// Times one product when profiling is on.
-class GemmTimer {
- public:
-  GemmTimer(bool ta, bool tb, int64_t m, int64_t n, int64_t k)
-      : p_(profile()), key_(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k) {
-    if (p_) start_ = std::chrono::steady_clock::now();
-  }
-  ~GemmTimer() {
-    if (!p_) return;
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    std::lock_guard lock(p_->mu);
-    auto& e = p_->shapes[key_];
-    ++e.calls;
-    e.seconds += s;
-  }
-
- private:
-  GemmProfile* p_;
-  GemmProfile::Key key_;
-  std::chrono::steady_clock::time_point start_;
-};
 
 #if defined(__AVX2__) && defined(__FMA__)
 // Matrix-vector products up to this many multiply-adds run in gemv_rows below; larger ones go
@@ -166,7 +103,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
         gemm(ta, tb, m, cols, k, alpha, a, lda, bp, ldb, beta, cp, ldc);
       }))
     return;
-  GemmTimer timer(ta, tb, m, n, k);
+  GemmTimer timer(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k);
   lda = std::max<int64_t>(lda, 1), ldb = std::max<int64_t>(ldb, 1);
   // A product with one row or one column is a matrix-vector product: sgemv skips the packing
   // sgemm does for its blocked kernel, which dominates at these sizes.
@@ -226,7 +163,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
         gemm(ta, tb, m, cols, k, alpha, a, lda, bp, ldb, beta, cp, ldc);
       }))
     return;
-  GemmTimer timer(ta, tb, m, n, k);
+  GemmTimer timer(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k);
   lda = std::max<int64_t>(lda, 1), ldb = std::max<int64_t>(ldb, 1);
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "core/gemm_profile.h"
 #include "core/parallel.h"
 
 namespace tapestry {
@@ -185,6 +186,7 @@ void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const Packed
         c[i * ldc + j] = (beta == 0.0f ? 0.0f : beta * c[i * ldc + j]) + (bias ? bias[j] : 0.0f);
     return;
   }
+  blas::GemmTimer timer('N', 'P', m, w.rows(), k);
   const int64_t panels = w.panels();
   const int parts = parallel_threads();
   if (parts >= 2 && panels >= parts && m * w.rows() * k >= kSplitWork && !in_parallel_region()) {
