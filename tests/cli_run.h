@@ -21,7 +21,8 @@ struct CommandResult {
 inline CommandResult run_tapestry(const std::string& args, const std::string& dir = "") {
   std::string cmd;
   if (!dir.empty()) cmd = "cd '" + dir + "' && ";
-  cmd += "'" + std::string(TAPESTRY_BINARY_DIR) + "/tapestry' " + args + " 2>&1";
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "'" + std::string(...).
+  cmd.append("'").append(TAPESTRY_BINARY_DIR).append("/tapestry' ").append(args).append(" 2>&1");
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return {};
   CommandResult r;
