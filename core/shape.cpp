@@ -22,16 +22,9 @@ Shape::Shape(std::span<const int64_t> dims) {
   ndim_ = static_cast<int>(dims.size());
 }
 
-int64_t Shape::dim(int a) const {
-  return dims_[axis(a, "dim")];
-}
-
-int Shape::axis(int a, const char* op) const {
-  int r = a < 0 ? a + ndim_ : a;
-  if (r < 0 || r >= ndim_)
-    throw IndexError(fmt::format("{}: axis {} is out of range for shape {} ({} dimensions)", op, a,
-                                 str(), ndim_));
-  return r;
+void Shape::throw_bad_axis(int a, const char* op) const {
+  throw IndexError(fmt::format("{}: axis {} is out of range for shape {} ({} dimensions)", op, a,
+                               str(), ndim_));
 }
 
 void Shape::push_back(int64_t d) {

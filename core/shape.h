@@ -20,8 +20,9 @@ class Shape {
   int ndim() const { return ndim_; }
   int64_t operator[](int i) const { return dims_[i]; }
   int64_t& operator[](int i) { return dims_[i]; }
-  // Dimension at `axis`, which may be negative (counted from the end).
-  int64_t dim(int axis) const;
+  // Dimension at `axis`, which may be negative (counted from the end). Inline: every op reads a
+  // few, and one sentence's decoding step is mostly such bookkeeping.
+  int64_t dim(int a) const { return dims_[axis(a, "dim")]; }
   // Inline so loops bounded by a tensor's numel() can hoist it.
   int64_t numel() const {
     int64_t n = 1;
@@ -32,7 +33,12 @@ class Shape {
   int64_t back() const { return dims_[ndim_ - 1]; }
 
   // Maps a possibly negative axis into [0, ndim); throws IndexError naming `op` if out of range.
-  int axis(int axis, const char* op) const;
+  int axis(int a, const char* op) const {
+    const int r = a < 0 ? a + ndim_ : a;
+    if (r < 0 || r >= ndim_) [[unlikely]]
+      throw_bad_axis(a, op);
+    return r;
+  }
 
   void push_back(int64_t d);
   Shape without(int axis) const;          // drops one axis
@@ -47,6 +53,8 @@ class Shape {
   std::string str() const;  // "(2,3)"; a scalar is "()"
 
  private:
+  [[noreturn]] void throw_bad_axis(int a, const char* op) const;
+
   std::array<int64_t, kMaxDims> dims_{};
   int ndim_ = 0;
 };

@@ -47,11 +47,10 @@ Tensor Tensor::from(std::span<const double> values, const Shape& shape, DType dt
   return t;
 }
 
-void Tensor::check_dtype(DType want) const {
+void Tensor::throw_bad_access(DType want) const {
   if (!defined()) throw Error("tensor: access to an undefined tensor");
-  if (want != dtype_)
-    throw DTypeError(
-        fmt::format("tensor: accessed as {} but holds {}", dtype_name(want), dtype_name(dtype_)));
+  throw DTypeError(
+      fmt::format("tensor: accessed as {} but holds {}", dtype_name(want), dtype_name(dtype_)));
 }
 
 double Tensor::at(int64_t i) const {

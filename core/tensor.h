@@ -91,7 +91,11 @@ class Tensor {
   std::string str(int max_elems = 64) const;  // "[[1, 2], [3, 4]]" (summarised if large)
 
  private:
-  void check_dtype(DType want) const;
+  void check_dtype(DType want) const {
+    if (!storage_ || want != dtype_) [[unlikely]]
+      throw_bad_access(want);
+  }
+  [[noreturn]] void throw_bad_access(DType want) const;
 
   StorageRef storage_;
   int64_t offset_ = 0;  // in elements
