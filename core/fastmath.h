@@ -10,12 +10,9 @@
 namespace tapestry::fastmath {
 
 // e^x = 2^n e^r with n = round(x / ln 2) and |r| <= ln2 / 2; e^r by its Taylor series to r^7
-// (remainder below 3e-9), 2^n built from the exponent bits. x is clamped to where the result is
-// a normal float.
-inline float exp(float x) {
-  // Comparisons rather than fmin/fmax, whose NaN rules keep GCC from vectorising them.
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 88.0f ? 88.0f : x;
+// (remainder below 3e-9), 2^n built from the exponent bits. x must lie in [-87, 88], where the
+// result is a normal float.
+inline float exp_in_range(float x) {
   const float n = std::nearbyint(x * 1.44269504088896341f);
   // ln 2 split into a part exact in float and the rest, so r keeps its low bits.
   const float r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
@@ -31,19 +28,27 @@ inline float exp(float x) {
   return p * std::bit_cast<float>(bits);
 }
 
+// e^x, x clamped to [-87, 88] first. The clamps are written min/max-shaped (the value compared
+// second) so they compile to one vminps/vmaxps each rather than compares and blends.
+inline float exp(float x) {
+  x = -87.0f < x ? x : -87.0f;
+  x = 88.0f > x ? x : 88.0f;
+  return exp_in_range(x);
+}
+
 // tanh x: the odd Taylor series to x^9 for |x| < 0.3 (remainder below 6e-8 relative), otherwise
-// sign(x) (1 - 2 / (e^{2|x|} + 1)); |x| is clamped at 10, beyond which tanh rounds to 1 in float.
+// sign(x) (1 - 2 / (e^{2|x|} + 1)); |x| is clamped at 10, beyond which tanh rounds to 1 in float
+// (and 2|x| stays inside exp_in_range).
 inline float tanh(float x) {
   float a = std::fabs(x);
-  a = a > 10.0f ? 10.0f : a;
+  a = 10.0f > a ? a : 10.0f;
   const float x2 = x * x;
   float p = 62.0f / 2835;
   p = p * x2 - 17.0f / 315;
   p = p * x2 + 2.0f / 15;
   p = p * x2 - 1.0f / 3;
   const float small = x + x * x2 * p;
-  const float t = 1.0f - 2.0f / (exp(2.0f * a) + 1.0f);
-  const float large = x < 0 ? -t : t;
+  const float large = std::copysign(1.0f - 2.0f / (exp_in_range(2.0f * a) + 1.0f), x);
   return a < 0.3f ? small : large;
 }
 
