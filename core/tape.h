@@ -199,13 +199,19 @@ class NoGrad {
 // Scope that labels every node recorded inside it.
 class Region {
  public:
-  Region(Tape& tape, std::string_view name) : tape_(tape) { tape_.push_region(name); }
-  ~Region() { tape_.pop_region(); }
+  // Nothing to label while the tape records nothing (inference), so no lookup is paid then.
+  Region(Tape& tape, std::string_view name) : tape_(tape), active_(tape.recording()) {
+    if (active_) tape_.push_region(name);
+  }
+  ~Region() {
+    if (active_) tape_.pop_region();
+  }
   Region(const Region&) = delete;
   Region& operator=(const Region&) = delete;
 
  private:
   Tape& tape_;
+  bool active_;
 };
 
 // The tape to record on: that of the first input needing a gradient, if it is recording.
