@@ -147,12 +147,15 @@ StorageRef allocate_storage(size_t bytes) {
   }
   s->owner = mine;
   count(&Counters::in_use, mine, static_cast<int64_t>(s->bytes));
-  return StorageRef(s);
+  return StorageRef::adopt(s);
 }
 
 void StorageRef::release() {
   if (!s_) return;
-  if (s_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  // The last reference needs no atomic read-modify-write: holding it, no other thread can be
+  // copying this block (most tensors have one owner from start to end).
+  if (s_->refs.load(std::memory_order_acquire) == 1 ||
+      s_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     Local* mine = local();
     const auto bytes = static_cast<int64_t>(s_->bytes);
     count(&Counters::in_use, mine, -bytes);

@@ -22,6 +22,14 @@ class StorageRef {
  public:
   StorageRef() = default;
   explicit StorageRef(Storage* s) : s_(s) { retain(); }
+  // Takes a block no one else references yet (refs 0): the first reference, set without an
+  // atomic read-modify-write.
+  static StorageRef adopt(Storage* s) {
+    s->refs.store(1, std::memory_order_relaxed);
+    StorageRef r;
+    r.s_ = s;
+    return r;
+  }
   StorageRef(const StorageRef& o) : s_(o.s_) { retain(); }
   StorageRef(StorageRef&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
   StorageRef& operator=(const StorageRef& o) {
