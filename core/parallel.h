@@ -38,4 +38,11 @@ void set_parallel_threads(int n);
 // True inside a parallel_run job (where nested parallel_runs run serially).
 bool in_parallel_region();
 
+// parallel_run when `worth_it`, else the same jobs one after another on this thread: work too
+// small to repay waking a core keeps its split into jobs, and so its results.
+inline void parallel_run_if(bool worth_it, int n, JobRef f) {
+  if (worth_it) return parallel_run(n, f);
+  for (int i = 0; i < n; ++i) f(i);
+}
+
 }  // namespace tapestry

@@ -12,6 +12,7 @@ namespace tapestry::nn {
 namespace {
 
 constexpr int kJobs = 2;
+constexpr int64_t kParallelElements = int64_t{1} << 17;  // below: both jobs on this thread
 
 // Sum of squares: blocks of 4096 summed in T over 16 independent lanes (which vectorise), each
 // block's sum then added in double.
@@ -38,9 +39,14 @@ double clip_grad_norm(std::span<Parameter* const> params, double max_norm) {
   for (size_t i = 0; i < params.size(); ++i)
     if (!params[i]) throw ValueError(fmt::format("clip_grad_norm: parameter {} is null", i));
   // Each parameter's gradient in two halves, one per job, the two partial sums added in job
-  // order: the same result on one core or two.
+  // order: the same result on one core or two. A small model's gradients (a tiny one's 66K
+  // elements) take less time than waking the other core.
+  int64_t elements = 0;
+  for (const Parameter* p : params)
+    if (p->grad.defined()) elements += p->grad.numel();
+  const bool parallel = elements >= kParallelElements;
   double partial[kJobs] = {};
-  parallel_run(kJobs, [&](int job) {
+  parallel_run_if(parallel, kJobs, [&](int job) {
     for (Parameter* p : params) {
       const Tensor& dx = p->grad;
       if (!dx.defined()) continue;
@@ -58,7 +64,7 @@ double clip_grad_norm(std::span<Parameter* const> params, double max_norm) {
   // The 1e-6 keeps the factor finite for an all-zero gradient (PyTorch adds the same).
   const double factor = max_norm / (norm + 1e-6);
   if (factor >= 1) return norm;
-  parallel_run(kJobs, [&](int job) {
+  parallel_run_if(parallel, kJobs, [&](int job) {
     for (Parameter* p : params) {
       Tensor& dx = p->grad;
       if (!dx.defined()) continue;

@@ -212,8 +212,9 @@ void SGD::step() {
 
 namespace {
 
-// Parameters at least this large are updated in two halves, one per core.
-constexpr int64_t kParallelElements = 1 << 15;
+// Models with at least this many parameter elements are updated in two halves, one per core;
+// below it (a tiny model has 66K) waking the other core costs more than it saves.
+constexpr int64_t kParallelElements = 1 << 17;
 
 template <class T>
 struct AdamScalars {
