@@ -59,32 +59,18 @@ struct LogProbs {
 // of the softmax (their log-probability is exactly -inf).
 static_assert(Vocab::kPad < Vocab::kEos && Vocab::kBos < Vocab::kEos);
 
-// max_j z_j and log sum_j e^(z_j - max) over the output tokens j >= <eos>. Both loops run in
-// independent lanes, which vectorise (one running sum is a chain of dependent adds), and add the
-// lanes in a fixed order, so the result depends on nothing but z.
+// max_j z_j and log sum_j e^(z_j - max) over the output tokens j >= <eos>, in the lanes of
+// ops/kernels.h (vectorised, added in a fixed order: the result depends on nothing but z).
 template <class T>
 struct RowNorm {
   T max, log_sum;
 };
 template <class T>
 RowNorm<T> row_norm(const T* z, int64_t v) {
-  constexpr int kLanes = 64 / sizeof(T);
   const T* x = z + Vocab::kEos;
-  const int64_t n = v - Vocab::kEos, full = n / kLanes * kLanes;
-  T lane[kLanes];
-  for (int u = 0; u < kLanes; ++u) lane[u] = -std::numeric_limits<T>::infinity();
-  for (int64_t i = 0; i < full; i += kLanes)
-    for (int u = 0; u < kLanes; ++u) lane[u] = x[i + u] > lane[u] ? x[i + u] : lane[u];
-  T m = -std::numeric_limits<T>::infinity();
-  for (int u = 0; u < kLanes; ++u) m = lane[u] > m ? lane[u] : m;
-  for (int64_t i = full; i < n; ++i) m = x[i] > m ? x[i] : m;
-  for (int u = 0; u < kLanes; ++u) lane[u] = 0;
-  for (int64_t i = 0; i < full; i += kLanes)
-    for (int u = 0; u < kLanes; ++u) lane[u] += ops::detail::exp(x[i + u] - m);
-  T s = 0;
-  for (int u = 0; u < kLanes; ++u) s += lane[u];
-  for (int64_t i = full; i < n; ++i) s += ops::detail::exp(x[i] - m);
-  return {m, std::log(s)};
+  const int64_t n = v - Vocab::kEos;
+  const T m = ops::detail::max_value(x, n);
+  return {m, std::log1p(ops::detail::softmax_rest(x, n, m))};
 }
 
 // Row log-softmax: out_j = (z_j - max) - log_sum, -inf for <pad> and <bos>.
@@ -330,8 +316,9 @@ std::vector<std::vector<Hypothesis>> sharded(Seq2Seq& model, const Batch& batch,
   check_options(options);
   EvalScope eval(model);
   // The weights stay unchanged for the whole call: their packs are made once, by whichever shard
-  // first needs each, and shared.
-  WeightPacks packs;
+  // first needs each, and shared (or kept from earlier calls, in options.packs).
+  WeightPacks own;
+  WeightPacks& packs = options.packs ? *options.packs : own;
   const auto shards = static_cast<int>(std::min<int64_t>(options.shards, batch.size));
   if (shards <= 1) return shard(model, batch, options, packs);
   std::vector<Batch> parts;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/packed.h"
 #include "models/batch.h"
 #include "models/seq2seq.h"
 
@@ -23,6 +24,10 @@ struct DecodeOptions {
   // The batch's rows are decoded in this many shards, in parallel on the cores of
   // core/parallel.h; always the same shards, so results do not depend on the number of cores.
   int64_t shards = 2;
+  // Weight packs (core/packed.h) kept across calls, for a caller decoding many batches with a
+  // model it does not change meanwhile (translate() over a corpus); null: each call packs the
+  // weights it needs anew.
+  WeightPacks* packs = nullptr;
 };
 
 struct Hypothesis {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/packed.h"
 #include "ops/ops.h"
 
 namespace tapestry::models {
@@ -25,10 +26,12 @@ LossResult evaluate_loss(Seq2Seq& model, std::span<const EncodedPair> pairs, int
   EvalMode eval(model);
   LossResult r;
   double total = 0;
+  WeightPacks packs;  // the model stays as it is for every batch
   for (const auto& rows : make_batches(pairs, batch_size, nullptr)) {
     Batch batch = make_batch(pairs, rows);
     Tape tape;
     NoGrad no_grad(tape);
+    tape.set_weight_packs(&packs);
     const int64_t tokens = batch.target_tokens();
     total += model.loss(tape, batch).value().item() * static_cast<double>(tokens);
     r.tokens += tokens;
@@ -41,9 +44,13 @@ LossResult evaluate_loss(Seq2Seq& model, std::span<const EncodedPair> pairs, int
 std::vector<std::vector<Hypothesis>> translate(Seq2Seq& model, std::span<const EncodedPair> pairs,
                                                int64_t batch_size, const DecodeOptions& options) {
   std::vector<std::vector<Hypothesis>> out(pairs.size());
+  // The model stays as it is for the whole corpus: its weights are packed once for all batches.
+  WeightPacks packs;
+  DecodeOptions o = options;
+  if (!o.packs) o.packs = &packs;
   for (const auto& rows : make_batches(pairs, batch_size, nullptr)) {
     Batch batch = make_batch(pairs, rows);
-    auto hyps = decode(model, batch, options);
+    auto hyps = decode(model, batch, o);
     for (int64_t r = 0; r < batch.size; ++r) out[static_cast<size_t>(batch.index[r])] = hyps[r];
   }
   return out;

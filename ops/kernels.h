@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "core/fastmath.h"
@@ -85,6 +86,44 @@ T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
   for (int u = 0; u < kLanes; ++u) sum += acc[u];
   for (; i < n; ++i) sum += a[i] * b[i];
   return sum;
+}
+
+// max_i x[i] over independent lanes, which vectorise (-inf for n = 0; NaNs are skipped).
+template <class T>
+T max_value(const T* __restrict x, int64_t n) {
+  constexpr int kLanes = 64 / sizeof(T);
+  const int64_t full = n / kLanes * kLanes;
+  T lane[kLanes];
+  for (int u = 0; u < kLanes; ++u) lane[u] = -std::numeric_limits<T>::infinity();
+  for (int64_t i = 0; i < full; i += kLanes)
+    for (int u = 0; u < kLanes; ++u) lane[u] = x[i + u] > lane[u] ? x[i + u] : lane[u];
+  T m = -std::numeric_limits<T>::infinity();
+  for (int u = 0; u < kLanes; ++u) m = lane[u] > m ? lane[u] : m;
+  for (int64_t i = full; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+// A softmax's normaliser around its maximum m = max_value(x, n), as rest = sum_i e^(x_i - m) - 1:
+// the terms below m are summed in lanes (added in a fixed order), the ones equal to m counted
+// apart, each exactly 1. logsumexp(x) = m + log1p(rest) then keeps a confident row's digits (a
+// loss of 1e-13 beside logits of 30) that m + log(1 + rest) would round away.
+template <class T>
+T softmax_rest(const T* __restrict x, int64_t n, T m) {
+  constexpr int kLanes = 64 / sizeof(T);
+  const int64_t full = n / kLanes * kLanes;
+  T lane[kLanes] = {}, count[kLanes] = {};
+  for (int64_t i = 0; i < full; i += kLanes)
+    for (int u = 0; u < kLanes; ++u) {
+      lane[u] += x[i + u] < m ? exp(x[i + u] - m) : T(0);
+      count[u] += x[i + u] < m ? T(0) : T(1);
+    }
+  T rest = 0, maxima = 0;
+  for (int u = 0; u < kLanes; ++u) rest += lane[u], maxima += count[u];
+  for (int64_t i = full; i < n; ++i) {
+    rest += x[i] < m ? exp(x[i] - m) : T(0);
+    maxima += x[i] < m ? T(0) : T(1);
+  }
+  return rest + (maxima - 1);
 }
 
 // A per-thread buffer of at least n elements for a kernel's temporaries (core/scratch.h); `slot`

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "ops/kernels.h"
@@ -69,38 +68,6 @@ TAPESTRY_OP(
     kCrossEntropy, "cross_entropy", cross_entropy_backward,
     "L = mean_i(logsumexp(z_i) - z_i[t_i]);  dz_i += dL * (softmax(z_i) - onehot(t_i)) / count");
 
-namespace {
-// max_j z_j and rest = sum of e^(z_j - max) over the j below the max (each maximal j contributes
-// exactly 1, counted apart): logsumexp = max + log1p(rest + maxima - 1), so a confident row's
-// loss (1e-13 beside logits of 30) keeps its digits instead of cancelling in log(s). Independent
-// lanes, added in a fixed order: the loops vectorise and the result depends on z alone.
-template <class T>
-std::pair<T, T> max_and_rest(const T* z, int64_t v) {
-  constexpr int kLanes = 64 / sizeof(T);
-  const int64_t full = v / kLanes * kLanes;
-  T lane[kLanes], count[kLanes];
-  for (int u = 0; u < kLanes; ++u) lane[u] = -std::numeric_limits<T>::infinity();
-  for (int64_t j = 0; j < full; j += kLanes)
-    for (int u = 0; u < kLanes; ++u) lane[u] = z[j + u] > lane[u] ? z[j + u] : lane[u];
-  T m = -std::numeric_limits<T>::infinity();
-  for (int u = 0; u < kLanes; ++u) m = lane[u] > m ? lane[u] : m;
-  for (int64_t j = full; j < v; ++j) m = z[j] > m ? z[j] : m;
-  for (int u = 0; u < kLanes; ++u) lane[u] = count[u] = 0;
-  for (int64_t j = 0; j < full; j += kLanes)
-    for (int u = 0; u < kLanes; ++u) {
-      const T x = z[j + u];
-      lane[u] += x < m ? detail::exp(x - m) : T(0);
-      count[u] += x < m ? T(0) : T(1);
-    }
-  T rest = 0, maxima = 0;
-  for (int u = 0; u < kLanes; ++u) rest += lane[u], maxima += count[u];
-  for (int64_t j = full; j < v; ++j) {
-    rest += z[j] < m ? detail::exp(z[j] - m) : T(0);
-    maxima += z[j] < m ? T(0) : T(1);
-  }
-  return {m, rest + (maxima - 1)};
-}
-}  // namespace
 
 // logits (N,V), targets (N) -> loss ()
 Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t ignore_index) {
@@ -117,7 +84,7 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
     for (int64_t i = 0; i < n; ++i) {
       if (targets[i] == ignore_index) continue;
       const T* zi = z + i * v;
-      const auto [m, rest] = max_and_rest(zi, v);
+      const T m = detail::max_value(zi, v), rest = detail::softmax_rest(zi, v, m);
       total += static_cast<double>(std::log1p(rest) + (m - zi[targets[i]]));
       ++count;
       if (pl) pl[i] = m + std::log1p(rest);

@@ -117,6 +117,35 @@ TEST_CASE("a greedy step takes the most likely output token with its log-softmax
   }
 }
 
+TEST_CASE("weight packs kept across calls give what a fresh call gives, and follow invalidate",
+          "[decode]") {
+  auto pairs = sources();
+  std::vector<int64_t> rows{0, 1, 2, 3, 4};
+  Batch batch = make_batch(pairs, rows);
+  Seq2Seq model(small_config(nn::AttentionKind::bahdanau, DecoderKind::bahdanau,
+                             nn::CellKind::gru));
+  sharpen(model);
+  WeightPacks packs;
+  DecodeOptions kept;
+  kept.packs = &packs;
+  auto same = [](const std::vector<std::vector<Hypothesis>>& a,
+                 const std::vector<std::vector<Hypothesis>>& b) {
+    REQUIRE(a.size() == b.size());
+    for (size_t r = 0; r < a.size(); ++r) {
+      CHECK(a[r][0].tokens == b[r][0].tokens);
+      CHECK(a[r][0].log_prob == b[r][0].log_prob);
+      CHECK(a[r][0].attention == b[r][0].attention);
+    }
+  };
+  const auto fresh = greedy_decode(model, batch);
+  same(greedy_decode(model, batch, kept), fresh);
+  REQUIRE(packs.size() > 0);
+  same(greedy_decode(model, batch, kept), fresh);  // the packs of the first call, reused
+  sharpen(model);                                  // the weights change...
+  packs.invalidate();                              // ...and the caller says so
+  same(greedy_decode(model, batch, kept), greedy_decode(model, batch));
+}
+
 TEST_CASE("decoded tokens do not depend on the batch or its padding", "[decode]") {
   auto pairs = sources();
   for (nn::AttentionKind kind : nn::all_attention_kinds()) {
