@@ -28,11 +28,12 @@ inline float exp_in_range(float x) {
   return p * std::bit_cast<float>(bits);
 }
 
-// e^x, x clamped to [-87, 88] first. The clamps are written min/max-shaped (the value compared
-// second) so they compile to one vminps/vmaxps each rather than compares and blends.
+// e^x, x clamped to [-87, 88] first. The clamps are written as max(-87, x) and min(88, x) with
+// x second, which is what one vmaxps/vminps computes (rather than compares and blends), and a NaN
+// passes through them: exp(NaN) is NaN, so a diverged model's loss is not made finite.
 inline float exp(float x) {
-  x = -87.0f < x ? x : -87.0f;
-  x = 88.0f > x ? x : 88.0f;
+  x = -87.0f > x ? -87.0f : x;
+  x = 88.0f < x ? 88.0f : x;
   return exp_in_range(x);
 }
 
@@ -41,7 +42,7 @@ inline float exp(float x) {
 // (and 2|x| stays inside exp_in_range).
 inline float tanh(float x) {
   float a = std::fabs(x);
-  a = 10.0f > a ? a : 10.0f;
+  a = 10.0f < a ? 10.0f : a;  // min(10, a): NaN passes
   const float x2 = x * x;
   float p = 62.0f / 2835;
   p = p * x2 - 17.0f / 315;

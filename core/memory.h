@@ -21,9 +21,8 @@ struct Storage {
 class StorageRef {
  public:
   StorageRef() = default;
-  explicit StorageRef(Storage* s) : s_(s) { retain(); }
-  // Takes a block no one else references yet (refs 0): the first reference, set without an
-  // atomic read-modify-write.
+  // Takes a block no one references (new, or back from the pool, where refs is left at whatever
+  // the last release saw): the first reference, set without an atomic read-modify-write.
   static StorageRef adopt(Storage* s) {
     s->refs.store(1, std::memory_order_relaxed);
     StorageRef r;

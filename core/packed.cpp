@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/gemm_profile.h"
 #include "core/parallel.h"
@@ -115,10 +116,6 @@ void panels_product(int64_t m, const float* a, int64_t lda, const PackedMatrix& 
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Rows [r0, r0+8) x columns [k0, k0+8) of w (row stride ldw) into the panel (row length 16) at
 // column offset j0: 8 rows read in order, transposed in registers, written as 8 32-byte runs.
 #if defined(__AVX2__) && defined(__FMA__)
@@ -146,12 +143,16 @@ void pack_block8(const float* w, int64_t ldw, float* panel, int64_t k0, int64_t 
 }  // namespace
 
 void PackedMatrix::pack(const Tensor& w) {
-  if (w.dtype() != DType::f32 || w.ndim() != 2)
-    throw ShapeError(fmt::format("pack: expected a float32 (N,K) matrix, got {} {}",
+  if (w.dtype() != DType::f32)
+    throw DTypeError(fmt::format("pack: expected a float32 matrix, got {} {}",
                                  dtype_name(w.dtype()), w.shape().str()));
-  n_ = w.dim(0), k_ = w.dim(1);
-  const int64_t size = std::max<int64_t>(panels() * k_ * kPanel, 1);
+  if (w.ndim() != 2)
+    throw ShapeError(fmt::format("pack: expected an (N,K) matrix, got {}", w.shape().str()));
+  const int64_t n = w.dim(0), k = w.dim(1);
+  const int64_t size = std::max<int64_t>((n + kPanel - 1) / kPanel * k * kPanel, 1);
+  // The new buffer first: if it cannot be had, this pack stays as it was.
   if (!buffer_.defined() || buffer_.numel() < size) buffer_ = Tensor::empty({size}, DType::f32);
+  n_ = n, k_ = k;
   float* out = buffer_.data<float>();
   data_ = out;
   const float* src = w.data<float>();
@@ -177,8 +178,8 @@ void PackedMatrix::pack(const Tensor& w) {
 void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const PackedMatrix& w,
                  float beta, float* c, int64_t ldc, const float* bias) {
   if (k != w.cols())
-    throw ShapeError(fmt::format("gemm_packed: a has {} columns, the packed matrix ({},{}) {}", k,
-                                 w.rows(), w.cols(), w.cols()));
+    throw ShapeError(fmt::format("gemm_packed: a ({},{}) does not fit the packed matrix ({},{})", m,
+                                 k, w.rows(), w.cols()));
   if (m <= 0 || w.rows() == 0) return;
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i)
@@ -205,10 +206,8 @@ void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const Packed
 const PackedMatrix& WeightPacks::get(const Tensor& w) {
   const void* key = w.data<float>();
   Entry* entry = nullptr;
-  uint64_t generation = 0;
   {
     std::lock_guard lock(mu_);
-    generation = generation_;
     for (auto& e : entries_)
       if (e->key == key && e->shape == w.shape()) {
         entry = e.get();
@@ -224,6 +223,7 @@ const PackedMatrix& WeightPacks::get(const Tensor& w) {
   // Packing happens under the entry's own lock: another thread wanting the same pack waits for
   // it, one wanting another pack does not.
   std::lock_guard lock(entry->mu);
+  const uint64_t generation = generation_.load();
   if (entry->generation != generation) {
     entry->pack.pack(w);
     entry->generation = generation;
@@ -232,8 +232,7 @@ const PackedMatrix& WeightPacks::get(const Tensor& w) {
 }
 
 void WeightPacks::invalidate() {
-  std::lock_guard lock(mu_);
-  ++generation_;
+  generation_.fetch_add(1);
 }
 
 size_t WeightPacks::size() const {

@@ -2,6 +2,7 @@
 // product kernel reads it in order instead of OpenBLAS repacking it at every call.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -10,6 +11,14 @@
 #include "core/tensor.h"
 
 namespace tapestry {
+
+// Whether gemm_packed has its AVX2 kernel in this build. Without it the products that could read
+// packs go to BLAS instead (the portable loops are there for correctness, not speed).
+#if defined(__AVX2__) && defined(__FMA__)
+inline constexpr bool kPackedKernel = true;
+#else
+inline constexpr bool kPackedKernel = false;
+#endif
 
 // W (N,K) in panels of kPanel rows of W (columns of c), each panel k-major: element (j, k) of
 // panel p is W[p*kPanel + j][k], at (p*K + k)*kPanel + j; rows past N are zero.
@@ -31,11 +40,11 @@ class PackedMatrix {
 };
 
 // c (M,N) = (a (M,K) W^T + beta c) + bias, row-major with row strides lda and ldc; bias (N) may
-// be null. Each element of c is the same chain of fused multiply-adds over k = 0..K-1 whatever M
-// and however the work is split, so a row's result does not depend on the rows beside it; the
-// bias is added last, as a separate add after the product would. Products big enough, called
-// outside a parallel job, are split by panels across the cores. Throws ShapeError if K differs
-// from w's.
+// be null. Each element of c is computed the same way whatever M and however the work is split
+// (a chain of fused multiply-adds over each block of 512 k, the blocks added in order), so a
+// row's result does not depend on the rows beside it; the bias is added last, as a separate add
+// after the product would. Products big enough, called outside a parallel job, are split by
+// panels across the cores. Throws ShapeError naming both shapes if K differs from w's.
 void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const PackedMatrix& w,
                  float beta, float* c, int64_t ldc, const float* bias = nullptr);
 
@@ -48,6 +57,7 @@ class WeightPacks {
   // The pack of w (N,K, float32), made now if it is missing or out of date. Thread-safe.
   const PackedMatrix& get(const Tensor& w);
   // Every pack is out of date (the weights have changed); their memory is kept for the repacking.
+  // Call it between uses only: never while another thread is in get() or reads a pack.
   void invalidate();
   size_t size() const;
 
@@ -61,7 +71,7 @@ class WeightPacks {
   };
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_;
-  uint64_t generation_ = 1;
+  std::atomic<uint64_t> generation_{1};
 };
 
 }  // namespace tapestry

@@ -23,8 +23,8 @@ Shape::Shape(std::span<const int64_t> dims) {
 }
 
 void Shape::throw_bad_axis(int a, const char* op) const {
-  throw IndexError(fmt::format("{}: axis {} is out of range for shape {} ({} dimensions)", op, a,
-                               str(), ndim_));
+  throw IndexError(
+      fmt::format("{}: axis {} is out of range for shape {} ({} dimensions)", op, a, str(), ndim_));
 }
 
 void Shape::push_back(int64_t d) {

@@ -95,15 +95,10 @@ std::pair<int64_t, T> best_token(const T* z, int64_t v) {
   return {j, top};
 }
 
-// The output layer's logits for a step's features.
-Var step_logits(Seq2Seq& model, Tape& tape, const Var& features) {
-  return model.decoder().logits(tape, features, model.rng());
-}
-
 // log p(y_t = j) for every row and token.
 template <class T>
 void step_log_probs(Seq2Seq& model, Tape& tape, const Var& features, LogProbs<T>& out) {
-  Var z = step_logits(model, tape, features);
+  Var z = model.decoder().logits(tape, features, model.rng());
   const int64_t b = z.dim(0), v = z.dim(1);
   out.v = v;
   out.lp.resize(static_cast<size_t>(b * v));
@@ -153,7 +148,7 @@ std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& b
   std::vector<int32_t> y(static_cast<size_t>(b), Vocab::kBos);
   for (int64_t t = 0; t < longest && (open > 0 || !options.early_exit); ++t) {
     DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
-    const Var z = step_logits(model, tape, step.features);
+    const Var z = model.decoder().logits(tape, step.features, model.rng());
     const int64_t v = z.dim(1);
     for (int64_t r = 0; r < b; ++r) {
       const auto [best, log_prob] = best_token(z.value().data<T>() + r * v, v);

@@ -112,7 +112,7 @@ class AdditiveAttention : public Attention {
  protected:
   // U h_j for every j: (B,S,K) x (A,K)^T -> (B,S,A)
   Var precompute(Tape& tape, const Var& keys) override {
-    return ops::matmul(keys, key_weight(tape), false, true, u_ ? tape.weight_packs() : nullptr);
+    return ops::matmul(keys, key_weight(tape), false, true, weight_packs(tape));
   }
 
   Var weights(Tape& tape, const AttentionMemory& m, const Var& query, int64_t) override {
@@ -121,11 +121,11 @@ class AdditiveAttention : public Attention {
     {
       Region r(tape, "attention.scores");
       // W s + b: (B,Hq) x (A,Hq)^T -> (B,A); one affine op when fused, else the product and
-      // the add. Concat's query weight is a slice (a copy): no pack.
+      // the add.
       const Var bias = b_ ? b_->var(tape) : Var();
       Var wq;
       if (config_.fused) {
-        wq = ops::affine(query, query_weight(tape), bias, u_ ? tape.weight_packs() : nullptr);
+        wq = ops::affine(query, query_weight(tape), bias, weight_packs(tape));
       } else {
         wq = ops::matmul(query, query_weight(tape), false, true);
         if (b_) wq = ops::add(wq, bias);
@@ -144,6 +144,8 @@ class AdditiveAttention : public Attention {
   }
 
  private:
+  // Packs for W and U, which are parameters; concat's blocks of W are copies, never packed.
+  WeightPacks* weight_packs(Tape& tape) const { return u_ ? tape.weight_packs() : nullptr; }
   // The parts of W that multiply s and h_j (for concat, column blocks of the one W).
   Var query_weight(Tape& tape) {
     if (u_) return w_->var(tape);

@@ -88,7 +88,8 @@ T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
   return sum;
 }
 
-// max_i x[i] over independent lanes, which vectorise (-inf for n = 0; NaNs are skipped).
+// max_i x[i] over independent lanes, which vectorise (-inf for n = 0; NaNs are skipped here and
+// caught by softmax_rest).
 template <class T>
 T max_value(const T* __restrict x, int64_t n) {
   constexpr int kLanes = 64 / sizeof(T);
@@ -112,16 +113,17 @@ T softmax_rest(const T* __restrict x, int64_t n, T m) {
   constexpr int kLanes = 64 / sizeof(T);
   const int64_t full = n / kLanes * kLanes;
   T lane[kLanes] = {}, count[kLanes] = {};
+  // A NaN (never equal to m) reaches exp and makes the result NaN, as it should.
   for (int64_t i = 0; i < full; i += kLanes)
     for (int u = 0; u < kLanes; ++u) {
-      lane[u] += x[i + u] < m ? exp(x[i + u] - m) : T(0);
-      count[u] += x[i + u] < m ? T(0) : T(1);
+      lane[u] += x[i + u] == m ? T(0) : exp(x[i + u] - m);
+      count[u] += x[i + u] == m ? T(1) : T(0);
     }
   T rest = 0, maxima = 0;
   for (int u = 0; u < kLanes; ++u) rest += lane[u], maxima += count[u];
   for (int64_t i = full; i < n; ++i) {
-    rest += x[i] < m ? exp(x[i] - m) : T(0);
-    maxima += x[i] < m ? T(0) : T(1);
+    rest += x[i] == m ? T(0) : exp(x[i] - m);
+    maxima += x[i] == m ? T(1) : T(0);
   }
   return rest + (maxima - 1);
 }

@@ -68,7 +68,6 @@ TAPESTRY_OP(
     kCrossEntropy, "cross_entropy", cross_entropy_backward,
     "L = mean_i(logsumexp(z_i) - z_i[t_i]);  dz_i += dL * (softmax(z_i) - onehot(t_i)) / count");
 
-
 // logits (N,V), targets (N) -> loss ()
 Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t ignore_index) {
   check_cross_entropy(logits.shape(), targets, ignore_index);

@@ -132,7 +132,8 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* 
   Shape out = a.ndim() == 3 ? Shape{g.batch, g.m, g.n} : Shape{g.m, g.n};
   Tensor y = Tensor::empty(out, a.dtype());
   const int64_t rows = g.batch * g.m;  // with b shared and a not transposed, one stacked product
-  if (packs && a.dtype() == DType::f32 && g.b_stride == 0 && !g.ta && g.tb && rows >= 2) {
+  if (kPackedKernel && packs && a.dtype() == DType::f32 && g.b_stride == 0 && !g.ta && g.tb &&
+      rows >= 2) {
     gemm_packed(rows, g.k, a.value().data<float>(), g.k, packs->get(b.value()), 0.0f,
                 y.data<float>(), g.n);
   } else {
@@ -156,11 +157,18 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* 
 // One op rather than matmul then add: the product without its bias is never kept (at the output
 // layer it is as big as the logits). x (...,K) is read as R = numel/K rows. Saved: x and W,
 // alive anyway.
+namespace {
+// The rows of an (N,K) or (B,S,K) input: N, or B*S (also when K = 0).
+int64_t leading_rows(const Shape& s) {
+  return s.ndim() == 3 ? s[0] * s[1] : s[0];
+}
+}  // namespace
+
 void affine_backward(Tape& tape, const Node& n) {
   const Tensor& x = tape.saved(n, 0);
   const Tensor& w = tape.saved(n, 1);
   Tensor *dx = tape.input_grad(n, 0), *dw = tape.input_grad(n, 1), *db = tape.input_grad(n, 2);
-  const int64_t out = w.dim(0), k = w.dim(1), rows = x.numel() / std::max<int64_t>(k, 1);
+  const int64_t out = w.dim(0), k = w.dim(1), rows = leading_rows(x.shape());
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* dy = n.grad.data<T>();
@@ -190,11 +198,11 @@ Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs) {
         "affine: input {}, weight {} and bias {} do not fit: expected (N,K) or (B,S,K), (M,K) "
         "and (M)",
         x.shape().str(), w.shape().str(), bias ? b.shape().str() : "none"));
-  const int64_t out = w.dim(0), k = w.dim(1), rows = x.numel() / std::max<int64_t>(k, 1);
+  const int64_t out = w.dim(0), k = w.dim(1), rows = leading_rows(x.shape());
   Shape shape = x.shape();
   shape = x.ndim() == 3 ? Shape{shape[0], shape[1], out} : Shape{shape[0], out};
   Tensor y = Tensor::empty(shape, x.dtype());
-  if (packs && x.dtype() == DType::f32 && rows >= 2) {
+  if (kPackedKernel && packs && x.dtype() == DType::f32 && rows >= 2) {
     gemm_packed(rows, k, x.value().data<float>(), k, packs->get(w.value()), 0.0f, y.data<float>(),
                 out, bias ? b.value().data<float>() : nullptr);
   } else {

@@ -122,8 +122,8 @@ TEST_CASE("weight packs kept across calls give what a fresh call gives, and foll
   auto pairs = sources();
   std::vector<int64_t> rows{0, 1, 2, 3, 4};
   Batch batch = make_batch(pairs, rows);
-  Seq2Seq model(small_config(nn::AttentionKind::bahdanau, DecoderKind::bahdanau,
-                             nn::CellKind::gru));
+  Seq2Seq model(
+      small_config(nn::AttentionKind::bahdanau, DecoderKind::bahdanau, nn::CellKind::gru));
   sharpen(model);
   WeightPacks packs;
   DecodeOptions kept;

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/fastmath.h"
 #include "core/random.h"
@@ -73,4 +74,13 @@ TEST_CASE("float32 tanh, sigmoid and exp ops agree with their float64 versions",
     for (int64_t i = 0; i < 1000; ++i)
       CHECK(y32.at(i) == Approx(y64.at(i)).epsilon(1e-6).margin(1e-30));
   }
+}
+
+TEST_CASE("fast exp, tanh and sigmoid pass NaN through", "[fastmath]") {
+  // A diverged model must not get a finite loss: the trainer skips steps whose gradient norm is
+  // not finite.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK(std::isnan(fastmath::exp(nan)));
+  CHECK(std::isnan(fastmath::tanh(nan)));
+  CHECK(std::isnan(fastmath::sigmoid(nan)));
 }

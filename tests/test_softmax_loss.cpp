@@ -225,6 +225,20 @@ TEST_CASE("cross_entropy keeps the digits of a confident row's small loss", "[lo
           Approx(30 + want).epsilon(1e-14));
 }
 
+TEST_CASE("cross_entropy of a row holding NaN is NaN", "[loss]") {
+  // A diverged model's loss must not come out finite (the trainer skips non-finite steps).
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType dtype : {DType::f64, DType::f32}) {
+    for (int at : {0, 1, 2}) {  // below the maximum, the maximum's place, the target
+      std::vector<double> v = {0.5, 3, -1};
+      v[static_cast<size_t>(at)] = nan;
+      Tensor z = Tensor::from(v, {1, 3}, dtype);
+      INFO(dtype_name(dtype) << " NaN at " << at);
+      CHECK(std::isnan(ops::cross_entropy(z, std::vector<int32_t>{2}).value().item()));
+    }
+  }
+}
+
 TEST_CASE("cross_entropy backward is (softmax - onehot) / count", "[loss]") {
   Tensor z =
       Tensor::from({0.5, -1, 2, 0, 1, 1, 1, 1, 3, -2, 0.25, 4, -1, 0, 1, 2}, {4, 4}, DType::f64);

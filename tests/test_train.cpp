@@ -149,3 +149,29 @@ TEST_CASE("training gives the same result on one core and on several", "[train]"
   CHECK(a.first == b.first);
   CHECK(a.second == b.second);
 }
+
+TEST_CASE("each step's forward reads the weights as the last update left them", "[train]") {
+  // The trainer packs the weights for its products once a step; packs kept from the step before
+  // would show the old weights. Big SGD steps make the difference plain.
+  auto pairs = reversal(32, 6);
+  std::vector<int64_t> rows(32);
+  std::iota(rows.begin(), rows.end(), 0);
+  Batch batch = make_batch(pairs, rows);
+  Seq2Seq model(reversal_config());
+  TrainOptions o;
+  o.optimizer = "sgd";
+  o.lr = 0.5;
+  o.clip = 0;
+  Trainer trainer(model, o);
+  double before = 0;
+  for (int step = 0; step < 3; ++step) {
+    Tape tape;  // no packs: the weights as they are now
+    model.train();
+    const double fresh = model.loss(tape, batch).value().item();
+    const double trained = trainer.step(batch);  // the loss before this step's update
+    INFO("step " << step << ": fresh " << fresh << ", trainer " << trained);
+    CHECK(trained == Approx(fresh).epsilon(1e-5));
+    if (step > 0) CHECK(std::abs(fresh - before) > 1e-3);  // the weights did move
+    before = fresh;
+  }
+}
