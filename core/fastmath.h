@@ -28,9 +28,8 @@ inline float exp_in_range(float x) {
   return p * std::bit_cast<float>(bits);
 }
 
-// e^x, x clamped to [-87, 88] first. The clamps are written as max(-87, x) and min(88, x) with
-// x second, which is what one vmaxps/vminps computes (rather than compares and blends), and a NaN
-// passes through them: exp(NaN) is NaN, so a diverged model's loss is not made finite.
+// e^x, x clamped to [-87, 88] first. The clamps compare with x second, so a NaN passes through
+// them: exp(NaN) is NaN, and a diverged model's loss is not made finite.
 inline float exp(float x) {
   x = -87.0f > x ? -87.0f : x;
   x = 88.0f < x ? 88.0f : x;
