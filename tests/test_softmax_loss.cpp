@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "core/random.h"
 #include "ops/arith.h"
+#include "ops/kernels.h"
 #include "ops/loss.h"
 #include "ops/softmax.h"
 
@@ -296,4 +298,39 @@ TEST_CASE("cross_entropy errors name the op, the shapes, the row and the target"
   const std::vector<int32_t> negative = {0, 1, -1, 2};
   REQUIRE_THROWS_AS(ops::cross_entropy(z, negative), IndexError);
   REQUIRE_NOTHROW(ops::cross_entropy(z, negative, -1));
+}
+
+TEST_CASE("softmax_rest: sum of e^(x - max) - 1 in lanes, maxima counted apart", "[softmax]") {
+  // Rows long enough for the vectorised lanes and a scalar tail, with ties at the maximum.
+  Rng rng(7);
+  for (int64_t n : {1, 5, 16, 17, 100, 8003}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (auto& v : x) v = static_cast<float>(rng.uniform(-8.0, 8.0));
+    for (int64_t i = 0; i < n; i += 7) x[static_cast<size_t>(i)] = 9.5f;  // tied maxima
+    const float m = ops::detail::max_value(x.data(), n);
+    REQUIRE(m == 9.5f);
+    double want = -1;
+    for (float v : x) want += std::exp(static_cast<double>(v) - m);
+    const float got = ops::detail::softmax_rest(x.data(), n, m);
+    CHECK(got == Approx(want).epsilon(1e-5).margin(1e-6));
+    // The tied maxima add exactly 1 each, the rest something positive.
+    CHECK(got >= static_cast<float>((n + 6) / 7 - 1));
+  }
+  SECTION("an infinite maximum takes the plain loop: a -inf row and a +inf logit") {
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> all_minus(40, -inf);
+    // Every element equals the maximum: 40 terms of exactly 1.
+    CHECK(ops::detail::softmax_rest(all_minus.data(), 40, -inf) == 39.0f);
+    std::vector<float> one_plus(40, 1.0f);
+    one_plus[21] = inf;
+    // The finite terms are e^-87 at most (exp's clamp), the +inf one the maximum itself.
+    const float rest = ops::detail::softmax_rest(one_plus.data(), 40, inf);
+    CHECK(rest >= 0.0f);
+    CHECK(rest < 1e-35f);
+  }
+  SECTION("a NaN anywhere makes it NaN") {
+    std::vector<float> x(64, 0.5f);
+    x[3] = std::numeric_limits<float>::quiet_NaN();
+    CHECK(std::isnan(ops::detail::softmax_rest(x.data(), 64, 0.5f)));
+  }
 }
