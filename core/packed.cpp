@@ -33,7 +33,7 @@ constexpr int64_t kSplitWork = int64_t{1} << 22;
 // is the chain acc = fma(a_k, w_k, acc) over the block's k in order. 6 rows x 2 registers are 12
 // accumulators; a step of k loads 2 panel registers and broadcasts 6 elements of a for 12 fused
 // multiply-adds, so the loads keep up with both FMA units. Each step of k also prefetches one line
-// of the next panel block: line (k * pf_step) >> 8 from pf (see panels_product).
+// of the next panel block: line (k * pf_step) >> 16 from pf (see panels_product).
 template <int MR>
 void micro(int64_t kc, const float* __restrict a, int64_t lda, const float* __restrict b,
            float* __restrict c, int64_t ldc, int64_t nr, float beta, const float* bias,
@@ -47,7 +47,7 @@ void micro(int64_t kc, const float* __restrict a, int64_t lda, const float* __re
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) acc[i][v] = _mm256_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
-    _mm_prefetch(reinterpret_cast<const char*>(pf + ((k * pf_step) >> 8) * kPanel), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(pf + ((k * pf_step) >> 16) * kPanel), _MM_HINT_T0);
     // Rows of 64 bytes in a 64-byte aligned buffer.
     const __m256 b0 = _mm256_load_ps(b + k * kPanel), b1 = _mm256_load_ps(b + k * kPanel + kLanes);
 #pragma GCC unroll 8
@@ -101,8 +101,7 @@ constexpr Micro kMicro[kRows + 1] = {nullptr,  micro<1>, micro<2>, micro<3>,
 // keep only 4 accumulators busy. A panel block is read from memory by the first tile only, in a
 // burst of one line per step of k that the hardware prefetcher does not keep up with (a weight
 // such as the 8000x512 output layer does not stay in cache between steps), so while the tiles
-// pass over block p they prefetch block p+1, each tile its share of the lines: the 32-row
-// product with that weight went from ~52 to ~65 GFLOP/s on one core.
+// pass over block p they prefetch block p+1, each tile its share of the lines.
 void panels_product(int64_t m, const float* a, int64_t lda, const PackedMatrix& w, int64_t p0,
                     int64_t p1, float beta, const float* bias, float* c, int64_t ldc) {
   const int64_t k = w.cols(), n = w.rows();
@@ -122,12 +121,14 @@ void panels_product(int64_t m, const float* a, int64_t lda, const PackedMatrix& 
       const int64_t j0 = p * kPanel, nr = std::min(kPanel, n - j0);
       for (int64_t tile = 0, i = 0; tile < tiles; ++tile) {
         const int64_t rows = m * (tile + 1) / tiles - i;
-        // This tile's lines of the next block, spread over its kc steps by an 8.8 fixed-point
-        // step; with none left (or no next block) it touches its own block's first line.
+        // This tile's lines of the next block, spread over its kc steps by a 16.16 fixed-point
+        // step rounded up so that step kc-1 lands on the last line and every line is touched;
+        // with none left (or no next block) it touches its own block's first line.
         const int64_t lines = next ? std::min(chunk, next_kc - tile * chunk) : 0;
         const float* pf = lines > 0 ? next + tile * chunk * kPanel : b;
+        const int64_t pf_step = lines > 1 ? (((lines - 1) << 16) + kc - 2) / (kc - 1) : 0;
         kMicro[rows](kc, a + i * lda + k0, lda, b, c + i * ldc + j0, ldc, nr, b_here,
-                     last && bias ? bias + j0 : nullptr, pf, lines > 0 ? lines * 256 / kc : 0);
+                     last && bias ? bias + j0 : nullptr, pf, pf_step);
         i += rows;
       }
     }

@@ -111,10 +111,11 @@ T max_value(const T* __restrict x, int64_t n) {
 template <class T>
 T softmax_rest(const T* __restrict x, int64_t n, T m) {
   constexpr int kLanes = 64 / sizeof(T);
-  // With m finite, x_i = m exactly where x_i - m = 0, and e^0 = 1 exactly (float's fast exp
-  // too), so subtracting `one` drops a maximum's term without a branch: GCC will not vectorise
-  // the loop with one (a select on x_i == m kept the exp's clamps as jumps, about 9x slower). An
-  // infinite m (a row of -inf, or a +inf logit) takes the plain loop below.
+  // With m finite, x_i = m exactly where x_i - m = 0 (no flush-to-zero, no -ffinite-math-only),
+  // and e^0 = 1 exactly (float's fast exp too), so subtracting `one` drops a maximum's term
+  // without a branch and with the same result. GCC does not vectorise the loop when exp sits
+  // under a select on x_i == m (it kept the exp's clamps as jumps, about 9x slower). An infinite
+  // m (a row of -inf, or a +inf logit) takes the plain loop below.
   const int64_t full = std::isfinite(m) ? n / kLanes * kLanes : 0;
   T lane[kLanes] = {}, count[kLanes] = {};
   // A NaN (never equal to m) reaches exp and makes the result NaN, as it should.

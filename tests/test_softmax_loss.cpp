@@ -1,6 +1,7 @@
 // Softmax, log_softmax and cross_entropy: values against hand computation, masks, errors.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -298,6 +299,59 @@ TEST_CASE("cross_entropy errors name the op, the shapes, the row and the target"
   const std::vector<int32_t> negative = {0, 1, -1, 2};
   REQUIRE_THROWS_AS(ops::cross_entropy(z, negative), IndexError);
   REQUIRE_NOTHROW(ops::cross_entropy(z, negative, -1));
+}
+
+namespace {
+// softmax_rest as it was written before it vectorised: the same lanes and order, a maximum's
+// term skipped by a select. The branch-free form must give the same bits wherever m is finite.
+template <class T>
+T select_rest(const T* x, int64_t n, T m) {
+  constexpr int kLanes = 64 / sizeof(T);
+  const int64_t full = n / kLanes * kLanes;
+  T lane[kLanes] = {}, count[kLanes] = {};
+  for (int64_t i = 0; i < full; i += kLanes)
+    for (int u = 0; u < kLanes; ++u) {
+      lane[u] += x[i + u] == m ? T(0) : ops::detail::exp(x[i + u] - m);
+      count[u] += x[i + u] == m ? T(1) : T(0);
+    }
+  T rest = 0, maxima = 0;
+  for (int u = 0; u < kLanes; ++u) rest += lane[u], maxima += count[u];
+  for (int64_t i = full; i < n; ++i) {
+    rest += x[i] == m ? T(0) : ops::detail::exp(x[i] - m);
+    maxima += x[i] == m ? T(1) : T(0);
+  }
+  return rest + (maxima - 1);
+}
+
+template <class T>
+void check_rest_bits(uint64_t seed) {
+  Rng rng(seed);
+  const T inf = std::numeric_limits<T>::infinity();
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t n = 1 + rng.randint(600);
+    const double spread = 1 + rng.randint(40);
+    std::vector<T> x(static_cast<size_t>(n));
+    for (auto& v : x) v = static_cast<T>(rng.normal() * spread);
+    if (trial % 3 == 0)  // ties at the maximum
+      for (int64_t i = 0; i < n; i += 1 + trial % 7) x[static_cast<size_t>(i)] = x[0];
+    if (trial % 5 == 0 && n > 1) x[static_cast<size_t>(rng.randint(n))] = -inf;  // masked
+    if (trial % 11 == 0) x[static_cast<size_t>(rng.randint(n))] = T(1e-30);      // near-zero gaps
+    const T m = ops::detail::max_value(x.data(), n);
+    const T got = ops::detail::softmax_rest(x.data(), n, m), want = select_rest(x.data(), n, m);
+    INFO("n = " << n << ", trial " << trial);
+    REQUIRE(std::isfinite(m));
+    CHECK(std::memcmp(&got, &want, sizeof(T)) == 0);
+  }
+}
+}  // namespace
+
+TEST_CASE("softmax_rest gives the select form's bits wherever the maximum is finite", "[softmax]") {
+  SECTION("float32") {
+    check_rest_bits<float>(11);
+  }
+  SECTION("float64") {
+    check_rest_bits<double>(12);
+  }
 }
 
 TEST_CASE("softmax_rest: sum of e^(x - max) - 1 in lanes, maxima counted apart", "[softmax]") {
