@@ -2,6 +2,7 @@
 // the two cores of a small machine both compute without a thread pool per operation.
 #pragma once
 
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -37,6 +38,10 @@ int parallel_threads();
 void set_parallel_threads(int n);
 // True inside a parallel_run job (where nested parallel_runs run serially).
 bool in_parallel_region();
+
+// Elementwise passes over all parameters (clipping, Adam) split across the cores only from this
+// many elements on: below it (a tiny model has 66K) waking the other core costs more than it saves.
+inline constexpr int64_t kParallelMinElements = int64_t{1} << 17;
 
 // parallel_run when `worth_it`, else the same jobs one after another on this thread: work too
 // small to repay waking a core keeps its split into jobs, and so its results.

@@ -12,7 +12,6 @@ namespace tapestry::nn {
 namespace {
 
 constexpr int kJobs = 2;
-constexpr int64_t kParallelElements = int64_t{1} << 17;  // below: both jobs on this thread
 
 // Sum of squares: blocks of 4096 summed in T over 16 independent lanes (which vectorise), each
 // block's sum then added in double.
@@ -44,7 +43,7 @@ double clip_grad_norm(std::span<Parameter* const> params, double max_norm) {
   int64_t elements = 0;
   for (const Parameter* p : params)
     if (p->grad.defined()) elements += p->grad.numel();
-  const bool parallel = elements >= kParallelElements;
+  const bool parallel = elements >= kParallelMinElements;
   double partial[kJobs] = {};
   parallel_run_if(parallel, kJobs, [&](int job) {
     for (Parameter* p : params) {

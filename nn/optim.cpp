@@ -212,10 +212,6 @@ void SGD::step() {
 
 namespace {
 
-// Models with at least this many parameter elements are updated in two halves, one per core;
-// below it (a tiny model has 66K) waking the other core costs more than it saves.
-constexpr int64_t kParallelElements = 1 << 17;
-
 template <class T>
 struct AdamScalars {
   T b1, b2, c1, c2, eps, wd, keep, ss, bcs;
@@ -277,7 +273,7 @@ void Adam::step() {
   // pass; one parallel job per half for all parameters, so small ones cost no extra hand-off.
   int64_t elements = 0;
   for (const Parameter* p : params()) elements += p->numel();
-  const int halves = elements >= kParallelElements ? 2 : 1;
+  const int halves = elements >= kParallelMinElements ? 2 : 1;
   parallel_run(halves, [&](int h) {
     for (size_t i = 0; i < params().size(); ++i) {
       Parameter& p = *params()[i];

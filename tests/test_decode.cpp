@@ -37,6 +37,13 @@ std::vector<EncodedPair> sources() {
           {{11, 10, 9, 8}, {}}};
 }
 
+// The five sources as one padded batch.
+Batch all_sources() {
+  const std::vector<EncodedPair> pairs = sources();
+  const std::vector<int64_t> rows{0, 1, 2, 3, 4};
+  return make_batch(pairs, rows);
+}
+
 // Scales every parameter so the untrained model's outputs vary with the input instead of
 // repeating one token.
 void sharpen(Seq2Seq& m) {
@@ -51,9 +58,7 @@ void sharpen(Seq2Seq& m) {
 }  // namespace
 
 TEST_CASE("beam search of width 1 is greedy decoding exactly", "[decode]") {
-  auto pairs = sources();
-  std::vector<int64_t> rows{0, 1, 2, 3, 4};
-  Batch batch = make_batch(pairs, rows);
+  const Batch batch = all_sources();
   for (nn::AttentionKind kind : nn::all_attention_kinds()) {
     for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong}) {
       Seq2Seq model(small_config(kind, dec, nn::CellKind::gru));
@@ -78,9 +83,7 @@ TEST_CASE("beam search of width 1 is greedy decoding exactly", "[decode]") {
 
 TEST_CASE("a greedy step takes the most likely output token with its log-softmax probability",
           "[decode]") {
-  auto pairs = sources();
-  std::vector<int64_t> rows{0, 1, 2, 3, 4};
-  Batch batch = make_batch(pairs, rows);
+  const Batch batch = all_sources();
   for (DType dtype : {DType::f64, DType::f32}) {
     Seq2Seq model(
         small_config(nn::AttentionKind::bahdanau, DecoderKind::bahdanau, nn::CellKind::gru), dtype);
@@ -119,9 +122,7 @@ TEST_CASE("a greedy step takes the most likely output token with its log-softmax
 
 TEST_CASE("weight packs kept across calls give what a fresh call gives, and follow invalidate",
           "[decode]") {
-  auto pairs = sources();
-  std::vector<int64_t> rows{0, 1, 2, 3, 4};
-  Batch batch = make_batch(pairs, rows);
+  const Batch batch = all_sources();
   Seq2Seq model(
       small_config(nn::AttentionKind::bahdanau, DecoderKind::bahdanau, nn::CellKind::gru));
   sharpen(model);
@@ -155,8 +156,7 @@ TEST_CASE("decoded tokens do not depend on the batch or its padding", "[decode]"
       DecodeOptions o;
       o.beam = beam;
       o.nbest = beam;
-      std::vector<int64_t> all{0, 1, 2, 3, 4};
-      auto together = decode(model, make_batch(pairs, all), o);
+      auto together = decode(model, all_sources(), o);
       for (int64_t r = 0; r < 5; ++r) {
         std::vector<int64_t> one{r};
         auto alone = decode(model, make_batch(pairs, one), o);
@@ -176,9 +176,7 @@ TEST_CASE("decoded tokens do not depend on the batch or its padding", "[decode]"
 
 TEST_CASE("attention weights sum to 1 over real positions and are exactly 0 on padding",
           "[decode]") {
-  auto pairs = sources();
-  std::vector<int64_t> rows{0, 1, 2, 3, 4};
-  Batch batch = make_batch(pairs, rows);
+  const Batch batch = all_sources();
   for (nn::AttentionKind kind : nn::all_attention_kinds()) {
     if (kind == nn::AttentionKind::none) continue;
     for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong}) {
@@ -217,9 +215,7 @@ TEST_CASE("attention weights sum to 1 over real positions and are exactly 0 on p
 
 TEST_CASE("beam search returns n-best lists ranked by normalised score, within the length limit",
           "[decode]") {
-  auto pairs = sources();
-  std::vector<int64_t> rows{0, 1, 2, 3, 4};
-  Batch batch = make_batch(pairs, rows);
+  const Batch batch = all_sources();
   Seq2Seq model(
       small_config(nn::AttentionKind::bahdanau, DecoderKind::bahdanau, nn::CellKind::gru));
   sharpen(model);
