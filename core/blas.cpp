@@ -1,5 +1,5 @@
 // Thin calls into OpenBLAS's CBLAS interface.
-#include "core/blas.h"
+#include "tapestry/core/blas.h"
 
 #include <cblas.h>
 #if defined(__AVX2__) && defined(__FMA__)
@@ -12,9 +12,9 @@
 #include <cstdlib>
 #include <vector>
 
-#include "core/gemm_profile.h"
-#include "core/parallel.h"
-#include "core/scratch.h"
+#include "tapestry/core/gemm_profile.h"
+#include "tapestry/core/parallel.h"
+#include "tapestry/core/scratch.h"
 
 namespace tapestry::blas {
 

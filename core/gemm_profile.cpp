@@ -1,5 +1,5 @@
 // GEMM profile: the tally of products by shape, printed at exit.
-#include "core/gemm_profile.h"
+#include "tapestry/core/gemm_profile.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Gradient check: one analytic backward against central differences over every checked element.
-#include "core/gradcheck.h"
+#include "tapestry/core/gradcheck.h"
 
 #include <fmt/format.h>
 

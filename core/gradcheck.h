@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/random.h"
-#include "core/tape.h"
+#include "tapestry/core/random.h"
+#include "tapestry/core/tape.h"
 
 namespace tapestry {
 

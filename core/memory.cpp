@@ -2,7 +2,7 @@
 // keeps its own free lists, so a steady step allocates and frees without a lock; a shared list
 // behind them takes a thread's blocks when it exits, the blocks a thread frees that another took
 // out, and serves every thread's misses.
-#include "core/memory.h"
+#include "tapestry/core/memory.h"
 
 #include <atomic>
 #include <bit>

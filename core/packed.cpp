@@ -1,6 +1,6 @@
 // Packed weights and their product kernel: up to 6 rows of a against a 16-column panel per call
 // of the micro-kernel, 12 AVX2 accumulators, the panel read in order (portable loops without AVX2).
-#include "core/packed.h"
+#include "tapestry/core/packed.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -10,10 +10,18 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/gemm_profile.h"
-#include "core/parallel.h"
+#include "tapestry/core/gemm_profile.h"
+#include "tapestry/core/parallel.h"
 
 namespace tapestry {
+
+bool packed_kernel_available() {
+#if defined(__AVX2__) && defined(__FMA__)
+  return true;
+#else
+  return false;
+#endif
+}
 
 namespace {
 

@@ -8,17 +8,15 @@
 #include <mutex>
 #include <vector>
 
-#include "core/tensor.h"
+#include "tapestry/core/tensor.h"
 
 namespace tapestry {
 
-// Whether gemm_packed has its AVX2 kernel in this build. Without it the products that could read
-// packs go to BLAS instead (the portable loops are there for correctness, not speed).
-#if defined(__AVX2__) && defined(__FMA__)
-inline constexpr bool kPackedKernel = true;
-#else
-inline constexpr bool kPackedKernel = false;
-#endif
+// Whether gemm_packed has its AVX2 kernel in this build of the library (a function, so a program
+// built with other flags than the library sees the library's answer). Without it the products
+// that could read packs go to BLAS instead (the portable loops are there for correctness, not
+// speed).
+bool packed_kernel_available();
 
 // W (N,K) in panels of kPanel rows of W (columns of c), each panel k-major: element (j, k) of
 // panel p is W[p*kPanel + j][k], at (p*K + k)*kPanel + j; rows past N are zero.

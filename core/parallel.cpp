@@ -1,5 +1,5 @@
 // Parallel: persistent worker threads woken by a generation counter.
-#include "core/parallel.h"
+#include "tapestry/core/parallel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/blas.h"
+#include "tapestry/core/blas.h"
 
 namespace tapestry {
 

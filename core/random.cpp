@@ -1,5 +1,5 @@
 // Rng: xoshiro256** (Blackman and Vigna) seeded through splitmix64; Box-Muller normals.
-#include "core/random.h"
+#include "tapestry/core/random.h"
 
 #include <cmath>
 #include <numbers>

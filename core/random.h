@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "core/tensor.h"
+#include "tapestry/core/tensor.h"
 
 namespace tapestry {
 

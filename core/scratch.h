@@ -2,6 +2,7 @@
 // capacity from call to call, so a steady training step runs without heap allocations once warm.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 namespace tapestry {
@@ -20,7 +21,7 @@ std::vector<T>& scratch_list() {
 // left in it: it grows once and is reused by every later call. Buffers in use at the same time
 // need different Tags.
 template <class T, class Tag>
-T* scratch_buffer(size_t n) {
+T* scratch_buffer(std::size_t n) {
   thread_local std::vector<T> buffer;
   if (buffer.size() < n) buffer.resize(n);
   return buffer.data();

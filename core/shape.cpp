@@ -1,9 +1,9 @@
 // Shape: construction, axis handling and NumPy broadcasting rules.
-#include "core/shape.h"
+#include "tapestry/core/shape.h"
 
 #include <fmt/format.h>
 
-#include "core/errors.h"
+#include "tapestry/core/errors.h"
 
 namespace tapestry {
 

@@ -1,5 +1,5 @@
 // The tape: recording, reverse-mode backward, gradient buffers and regions.
-#include "core/tape.h"
+#include "tapestry/core/tape.h"
 
 #include <fmt/format.h>
 

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/tensor.h"
+#include "tapestry/core/tensor.h"
 
 namespace tapestry {
 

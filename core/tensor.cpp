@@ -1,5 +1,5 @@
 // Tensor: creation, element access, views, conversion and printing.
-#include "core/tensor.h"
+#include "tapestry/core/tensor.h"
 
 #include <fmt/format.h>
 

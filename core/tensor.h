@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
-#include "core/memory.h"
-#include "core/shape.h"
+#include "tapestry/core/errors.h"
+#include "tapestry/core/memory.h"
+#include "tapestry/core/shape.h"
 
 namespace tapestry {
 

@@ -1,12 +1,12 @@
 // Batches: encoding, padding and length-bucketed shuffling.
-#include "models/batch.h"
+#include "tapestry/models/batch.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
 
-#include "core/errors.h"
+#include "tapestry/core/errors.h"
 
 namespace tapestry::models {
 

@@ -5,9 +5,9 @@
 #include <span>
 #include <vector>
 
-#include "core/random.h"
-#include "models/example.h"
-#include "models/vocab.h"
+#include "tapestry/core/random.h"
+#include "tapestry/models/example.h"
+#include "tapestry/models/vocab.h"
 
 namespace tapestry::models {
 

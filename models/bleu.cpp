@@ -1,5 +1,5 @@
 // Corpus BLEU as sacreBLEU 2.x computes it by default: 13a tokenisation, exp smoothing, BLEU-4.
-#include "models/bleu.h"
+#include "tapestry/models/bleu.h"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <set>
 #include <unordered_map>
 
-#include "core/errors.h"
-#include "models/text.h"
+#include "tapestry/core/errors.h"
+#include "tapestry/models/text.h"
 
 namespace tapestry::models {
 

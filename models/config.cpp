@@ -1,11 +1,11 @@
 // Seq2SeqConfig: validation and the JSON form kept in checkpoints.
-#include "models/config.h"
+#include "tapestry/models/config.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "core/errors.h"
+#include "tapestry/core/errors.h"
 
 namespace tapestry::models {
 

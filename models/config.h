@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "nn/attention.h"
-#include "nn/rnn.h"
+#include "tapestry/nn/attention.h"
+#include "tapestry/nn/rnn.h"
 
 namespace tapestry::models {
 

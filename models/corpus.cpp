@@ -1,5 +1,5 @@
 // Corpora: line reading with file:line errors, tokenisation, filters and seeded splits.
-#include "models/corpus.h"
+#include "tapestry/models/corpus.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "core/random.h"
+#include "tapestry/core/random.h"
 
 namespace tapestry::models {
 

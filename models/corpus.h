@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
-#include "models/example.h"
-#include "models/text.h"
+#include "tapestry/core/errors.h"
+#include "tapestry/models/example.h"
+#include "tapestry/models/text.h"
 
 namespace tapestry::models {
 

@@ -1,6 +1,6 @@
 // Greedy and beam search over a batch, with no tape recording; both rank a step's tokens by the
 // same log-softmax with the same tie-break (lower id first), so beam 1 is greedy exactly.
-#include "models/decode.h"
+#include "tapestry/models/decode.h"
 
 #include <fmt/format.h>
 
@@ -8,10 +8,10 @@
 #include <cmath>
 #include <limits>
 
-#include "core/packed.h"
-#include "core/parallel.h"
-#include "ops/kernels.h"
-#include "ops/ops.h"
+#include "tapestry/core/packed.h"
+#include "tapestry/core/parallel.h"
+#include "tapestry/ops/kernels.h"
+#include "tapestry/ops/ops.h"
 
 namespace tapestry::models {
 

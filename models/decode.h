@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/packed.h"
-#include "models/batch.h"
-#include "models/seq2seq.h"
+#include "tapestry/core/packed.h"
+#include "tapestry/models/batch.h"
+#include "tapestry/models/seq2seq.h"
 
 namespace tapestry::models {
 

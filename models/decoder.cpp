@@ -1,11 +1,11 @@
 // Decoders: one step of either style, the bridge from the encoder, and the output layer.
-#include "models/decoder.h"
+#include "tapestry/models/decoder.h"
 
 #include <fmt/format.h>
 
-#include "core/scratch.h"
-#include "models/vocab.h"
-#include "ops/ops.h"
+#include "tapestry/core/scratch.h"
+#include "tapestry/models/vocab.h"
+#include "tapestry/ops/ops.h"
 
 namespace tapestry::models {
 

@@ -5,13 +5,13 @@
 #include <memory>
 #include <vector>
 
-#include "core/random.h"
-#include "core/small_vec.h"
-#include "models/config.h"
-#include "nn/attention.h"
-#include "nn/embedding.h"
-#include "nn/linear.h"
-#include "nn/rnn.h"
+#include "tapestry/core/random.h"
+#include "tapestry/core/small_vec.h"
+#include "tapestry/models/config.h"
+#include "tapestry/nn/attention.h"
+#include "tapestry/nn/embedding.h"
+#include "tapestry/nn/linear.h"
+#include "tapestry/nn/rnn.h"
 
 namespace tapestry::models {
 

@@ -1,7 +1,7 @@
 // Encoder: embedding, dropout and the recurrent layer; the summary from its final states.
-#include "models/encoder.h"
+#include "tapestry/models/encoder.h"
 
-#include "ops/ops.h"
+#include "tapestry/ops/ops.h"
 
 namespace tapestry::models {
 

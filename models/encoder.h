@@ -2,11 +2,11 @@
 // batch, giving every hidden state h_1..h_S (the annotations) and a summary of the sentence.
 #pragma once
 
-#include "core/random.h"
-#include "models/batch.h"
-#include "models/config.h"
-#include "nn/embedding.h"
-#include "nn/rnn.h"
+#include "tapestry/core/random.h"
+#include "tapestry/models/batch.h"
+#include "tapestry/models/config.h"
+#include "tapestry/nn/embedding.h"
+#include "tapestry/nn/rnn.h"
 
 namespace tapestry::models {
 

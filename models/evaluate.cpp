@@ -1,10 +1,10 @@
 // Evaluation loops: no tape recording, eval mode, results mapped back to input order.
-#include "models/evaluate.h"
+#include "tapestry/models/evaluate.h"
 
 #include <cmath>
 
-#include "core/packed.h"
-#include "ops/ops.h"
+#include "tapestry/core/packed.h"
+#include "tapestry/ops/ops.h"
 
 namespace tapestry::models {
 

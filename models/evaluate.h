@@ -5,9 +5,9 @@
 #include <span>
 #include <vector>
 
-#include "models/batch.h"
-#include "models/decode.h"
-#include "models/seq2seq.h"
+#include "tapestry/models/batch.h"
+#include "tapestry/models/decode.h"
+#include "tapestry/models/seq2seq.h"
 
 namespace tapestry::models {
 

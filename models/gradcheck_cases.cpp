@@ -1,11 +1,11 @@
 // Whole-model gradient checks: a tiny Seq2Seq in float64 on 2 sentences of different lengths,
 // every parameter (the attention's W, U, v among them) against central differences of the loss.
-#include "models/gradcheck_cases.h"
+#include "tapestry/models/gradcheck_cases.h"
 
 #include <fmt/format.h>
 
-#include "models/seq2seq.h"
-#include "nn/gradcheck_cases.h"
+#include "tapestry/models/seq2seq.h"
+#include "tapestry/nn/gradcheck_cases.h"
 
 namespace tapestry::models {
 

@@ -1,7 +1,7 @@
 // The whole-model gradient-check cases: every attention variant with both decoders and cells.
 #pragma once
 
-#include "core/gradcheck.h"
+#include "tapestry/core/gradcheck.h"
 
 namespace tapestry::models {
 

@@ -1,9 +1,9 @@
 // Gathers the gradient-check cases of ops/, nn/ and models/.
-#include "models/gradcheck_registry.h"
+#include "tapestry/models/gradcheck_registry.h"
 
-#include "models/gradcheck_cases.h"
-#include "nn/gradcheck_cases.h"
-#include "ops/gradcheck_cases.h"
+#include "tapestry/models/gradcheck_cases.h"
+#include "tapestry/nn/gradcheck_cases.h"
+#include "tapestry/ops/gradcheck_cases.h"
 
 namespace tapestry {
 

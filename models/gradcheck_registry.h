@@ -1,7 +1,7 @@
 // The whole gradient-check registry: every op, layer and model case.
 #pragma once
 
-#include "core/gradcheck.h"
+#include "tapestry/core/gradcheck.h"
 
 namespace tapestry {
 

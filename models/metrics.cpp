@@ -1,11 +1,11 @@
 // Metrics: counting matches, alignment agreement and length buckets.
-#include "models/metrics.h"
+#include "tapestry/models/metrics.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "core/errors.h"
+#include "tapestry/core/errors.h"
 
 namespace tapestry::models {
 

@@ -1,11 +1,11 @@
 // Preprocess: tokenising in the three modes, and the JSON kept in checkpoints.
-#include "models/preprocess.h"
+#include "tapestry/models/preprocess.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "core/errors.h"
+#include "tapestry/core/errors.h"
 
 namespace tapestry::models {
 

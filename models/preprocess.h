@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "models/text.h"
+#include "tapestry/models/text.h"
 
 namespace tapestry::models {
 

@@ -1,9 +1,9 @@
 // SavedModel: the checkpoint metadata that rebuilds a model before its tensors are loaded.
-#include "models/saved_model.h"
+#include "tapestry/models/saved_model.h"
 
 #include <fmt/format.h>
 
-#include "nn/checkpoint.h"
+#include "tapestry/nn/checkpoint.h"
 
 namespace tapestry::models {
 

@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "models/preprocess.h"
-#include "models/seq2seq.h"
-#include "models/vocab.h"
+#include "tapestry/models/preprocess.h"
+#include "tapestry/models/seq2seq.h"
+#include "tapestry/models/vocab.h"
 
 namespace tapestry::models {
 

@@ -1,10 +1,10 @@
 // Seq2Seq: encoding a batch and the teacher-forced training loss.
-#include "models/seq2seq.h"
+#include "tapestry/models/seq2seq.h"
 
 #include <fmt/format.h>
 
-#include "core/scratch.h"
-#include "ops/ops.h"
+#include "tapestry/core/scratch.h"
+#include "tapestry/ops/ops.h"
 
 namespace tapestry::models {
 

@@ -1,10 +1,10 @@
 // Seq2Seq: an RNN encoder, an attention network and a decoder, trained end to end.
 #pragma once
 
-#include "models/batch.h"
-#include "models/config.h"
-#include "models/decoder.h"
-#include "models/encoder.h"
+#include "tapestry/models/batch.h"
+#include "tapestry/models/config.h"
+#include "tapestry/models/decoder.h"
+#include "tapestry/models/encoder.h"
 
 namespace tapestry::models {
 

@@ -1,5 +1,5 @@
 // Toy translation tasks: copy, reverse, sort, dates and a synthetic English -> French grammar.
-#include "models/tasks.h"
+#include "tapestry/models/tasks.h"
 
 #include <fmt/format.h>
 
@@ -11,8 +11,8 @@
 #include <unordered_set>
 #include <utility>
 
-#include "core/errors.h"
-#include "core/random.h"
+#include "tapestry/core/errors.h"
+#include "tapestry/core/random.h"
 
 namespace tapestry::models {
 namespace {

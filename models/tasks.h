@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "models/example.h"
+#include "tapestry/models/example.h"
 
 namespace tapestry::models {
 

@@ -1,10 +1,10 @@
 // Text handling: a small UTF-8 codec and tables for case and accents of the Latin scripts.
-#include "models/text.h"
+#include "tapestry/models/text.h"
 
 #include <algorithm>
 #include <array>
 
-#include "core/errors.h"
+#include "tapestry/core/errors.h"
 
 namespace tapestry::models {
 

@@ -1,13 +1,13 @@
 // Training: one reused tape, the optimizer, clipping and the epoch loop.
-#include "models/train.h"
+#include "tapestry/models/train.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cmath>
 
-#include "core/parallel.h"
-#include "nn/clip.h"
+#include "tapestry/core/parallel.h"
+#include "tapestry/nn/clip.h"
 
 namespace tapestry::models {
 

@@ -6,11 +6,11 @@
 #include <span>
 #include <string>
 
-#include "core/packed.h"
-#include "models/batch.h"
-#include "models/seq2seq.h"
-#include "nn/optim.h"
-#include "nn/schedule.h"
+#include "tapestry/core/packed.h"
+#include "tapestry/models/batch.h"
+#include "tapestry/models/seq2seq.h"
+#include "tapestry/nn/optim.h"
+#include "tapestry/nn/schedule.h"
 
 namespace tapestry::models {
 

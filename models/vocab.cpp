@@ -1,12 +1,12 @@
 // Vocab: the id table, frequency-ranked building and JSON round trip.
-#include "models/vocab.h"
+#include "tapestry/models/vocab.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "core/errors.h"
+#include "tapestry/core/errors.h"
 
 namespace tapestry::models {
 

@@ -1,13 +1,13 @@
 // Attention variants composed from ops, so every gradient comes from the ops' checked backwards.
-#include "nn/attention.h"
+#include "tapestry/nn/attention.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "nn/init.h"
-#include "ops/ops.h"
+#include "tapestry/nn/init.h"
+#include "tapestry/ops/ops.h"
 
 namespace tapestry::nn {
 

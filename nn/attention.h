@@ -7,9 +7,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/random.h"
-#include "core/small_vec.h"
-#include "nn/module.h"
+#include "tapestry/core/random.h"
+#include "tapestry/core/small_vec.h"
+#include "tapestry/nn/module.h"
 
 namespace tapestry::nn {
 

@@ -1,6 +1,6 @@
 // Checkpoints: the safetensors writer (atomic replace) and a reader that checks the header
 // against the format and the file size before trusting any offset in it.
-#include "nn/checkpoint.h"
+#include "tapestry/nn/checkpoint.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

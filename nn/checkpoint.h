@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/errors.h"
-#include "core/tensor.h"
-#include "nn/module.h"
+#include "tapestry/core/errors.h"
+#include "tapestry/core/tensor.h"
+#include "tapestry/nn/module.h"
 
 namespace tapestry::nn {
 

@@ -1,11 +1,11 @@
 // Gradient clipping: one pass for the global norm, a second to scale.
-#include "nn/clip.h"
+#include "tapestry/nn/clip.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "core/parallel.h"
+#include "tapestry/core/parallel.h"
 
 namespace tapestry::nn {
 

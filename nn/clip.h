@@ -3,7 +3,7 @@
 
 #include <span>
 
-#include "nn/parameter.h"
+#include "tapestry/nn/parameter.h"
 
 namespace tapestry::nn {
 

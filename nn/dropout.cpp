@@ -1,7 +1,7 @@
 // Dropout module: forwards to ops::dropout with the module's mode and generator.
-#include "nn/dropout.h"
+#include "tapestry/nn/dropout.h"
 
-#include "ops/dropout.h"
+#include "tapestry/ops/dropout.h"
 
 namespace tapestry::nn {
 

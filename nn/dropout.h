@@ -1,8 +1,8 @@
 // Dropout as a module: active in training mode, the identity in eval mode; seeded.
 #pragma once
 
-#include "core/random.h"
-#include "nn/module.h"
+#include "tapestry/core/random.h"
+#include "tapestry/nn/module.h"
 
 namespace tapestry::nn {
 

@@ -1,10 +1,10 @@
 // Embedding: a gather whose backward skips the padding row.
-#include "nn/embedding.h"
+#include "tapestry/nn/embedding.h"
 
 #include <fmt/format.h>
 
-#include "nn/init.h"
-#include "ops/index.h"
+#include "tapestry/nn/init.h"
+#include "tapestry/ops/index.h"
 
 namespace tapestry::nn {
 

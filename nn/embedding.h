@@ -3,8 +3,8 @@
 
 #include <span>
 
-#include "core/random.h"
-#include "nn/module.h"
+#include "tapestry/core/random.h"
+#include "tapestry/nn/module.h"
 
 namespace tapestry::nn {
 

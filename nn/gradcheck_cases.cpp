@@ -1,15 +1,15 @@
 // Gradient-check cases for the layers: Linear, Embedding, the three cells, and multi-layer
 // bidirectional recurrent layers over padded batches, with gradients into the initial state.
-#include "nn/gradcheck_cases.h"
+#include "tapestry/nn/gradcheck_cases.h"
 
 #include <fmt/format.h>
 
-#include "nn/attention.h"
-#include "nn/embedding.h"
-#include "nn/linear.h"
-#include "nn/rnn.h"
-#include "ops/arith.h"
-#include "ops/shape_ops.h"
+#include "tapestry/nn/attention.h"
+#include "tapestry/nn/embedding.h"
+#include "tapestry/nn/linear.h"
+#include "tapestry/nn/rnn.h"
+#include "tapestry/ops/arith.h"
+#include "tapestry/ops/shape_ops.h"
 
 namespace tapestry::nn {
 

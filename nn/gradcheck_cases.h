@@ -4,8 +4,8 @@
 #include <functional>
 #include <memory>
 
-#include "core/gradcheck.h"
-#include "nn/module.h"
+#include "tapestry/core/gradcheck.h"
+#include "tapestry/nn/module.h"
 
 namespace tapestry::nn {
 

@@ -1,5 +1,5 @@
 // Initialisation helpers; orthogonal uses modified Gram-Schmidt in double precision.
-#include "nn/init.h"
+#include "tapestry/nn/init.h"
 
 #include <fmt/format.h>
 

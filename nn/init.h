@@ -1,7 +1,7 @@
 // Seeded initialisation helpers: uniform, normal, Xavier/Glorot, orthogonal.
 #pragma once
 
-#include "core/random.h"
+#include "tapestry/core/random.h"
 
 namespace tapestry::nn::init {
 

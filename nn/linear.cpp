@@ -1,12 +1,12 @@
 // Linear layer: y = x W^T + b as one affine op over all leading axes.
-#include "nn/linear.h"
+#include "tapestry/nn/linear.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "nn/init.h"
-#include "ops/matmul.h"
+#include "tapestry/nn/init.h"
+#include "tapestry/ops/matmul.h"
 
 namespace tapestry::nn {
 

@@ -1,8 +1,8 @@
 // Linear: y = x W^T + b, as torch.nn.Linear (weight (out,in), bias (out)).
 #pragma once
 
-#include "core/random.h"
-#include "nn/module.h"
+#include "tapestry/core/random.h"
+#include "tapestry/nn/module.h"
 
 namespace tapestry::nn {
 

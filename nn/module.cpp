@@ -1,5 +1,5 @@
 // Module: parameter registry, hierarchical naming and mode switches.
-#include "nn/module.h"
+#include "tapestry/nn/module.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "nn/parameter.h"
+#include "tapestry/nn/parameter.h"
 
 namespace tapestry::nn {
 

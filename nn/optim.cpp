@@ -1,5 +1,5 @@
 // Optimizers: argument checks, state save/restore and the SGD and Adam(W) update loops.
-#include "nn/optim.h"
+#include "tapestry/nn/optim.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "core/parallel.h"
+#include "tapestry/core/parallel.h"
 
 namespace tapestry::nn {
 

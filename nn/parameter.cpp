@@ -1,5 +1,5 @@
 // Parameter: binding to a tape, cached by the tape for the rest of the recording.
-#include "nn/parameter.h"
+#include "tapestry/nn/parameter.h"
 
 namespace tapestry::nn {
 

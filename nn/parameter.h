@@ -1,7 +1,7 @@
 // Parameter: a trainable tensor with its gradient, bound to a tape once per step.
 #pragma once
 
-#include "core/tape.h"
+#include "tapestry/core/tape.h"
 
 namespace tapestry::nn {
 

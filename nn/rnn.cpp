@@ -1,21 +1,21 @@
 // Recurrent cells and layers composed from ops; padding is handled by selecting, per step, the
 // new state for real rows and the old one for padded rows.
-#include "nn/rnn.h"
+#include "tapestry/nn/rnn.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "core/scratch.h"
-#include "nn/init.h"
-#include "ops/arith.h"
-#include "ops/dropout.h"
-#include "ops/index.h"
-#include "ops/matmul.h"
-#include "ops/rnn_cells.h"
-#include "ops/shape_ops.h"
-#include "ops/unary.h"
+#include "tapestry/core/scratch.h"
+#include "tapestry/nn/init.h"
+#include "tapestry/ops/arith.h"
+#include "tapestry/ops/dropout.h"
+#include "tapestry/ops/index.h"
+#include "tapestry/ops/matmul.h"
+#include "tapestry/ops/rnn_cells.h"
+#include "tapestry/ops/shape_ops.h"
+#include "tapestry/ops/unary.h"
 
 namespace tapestry::nn {
 

@@ -5,8 +5,8 @@
 #include <span>
 #include <string_view>
 
-#include "core/random.h"
-#include "nn/module.h"
+#include "tapestry/core/random.h"
+#include "tapestry/nn/module.h"
 
 namespace tapestry::nn {
 

@@ -1,5 +1,5 @@
 // Learning-rate schedules: epoch counting and the plateau test.
-#include "nn/schedule.h"
+#include "tapestry/nn/schedule.h"
 
 #include <fmt/format.h>
 

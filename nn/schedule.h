@@ -3,7 +3,7 @@
 
 #include <limits>
 
-#include "nn/optim.h"
+#include "tapestry/nn/optim.h"
 
 namespace tapestry::nn {
 

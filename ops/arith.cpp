@@ -1,7 +1,7 @@
 // Arithmetic ops with NumPy broadcasting; backward sums each gradient over the broadcast axes.
-#include "ops/arith.h"
+#include "tapestry/ops/arith.h"
 
-#include "ops/kernels.h"
+#include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
 

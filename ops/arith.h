@@ -1,7 +1,7 @@
 // Arithmetic ops with NumPy broadcasting: add, sub, mul, div, neg, scale, and their operators.
 #pragma once
 
-#include "core/tape.h"
+#include "tapestry/core/tape.h"
 
 namespace tapestry::ops {
 

@@ -1,6 +1,6 @@
 // Gradient-check cases for the arithmetic ops: same shapes, broadcasting both ways, scalars.
-#include "ops/arith.h"
-#include "ops/gradcheck_cases.h"
+#include "tapestry/ops/arith.h"
+#include "tapestry/ops/gradcheck_cases.h"
 
 namespace tapestry::ops {
 

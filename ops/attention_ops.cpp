@@ -1,7 +1,7 @@
 // Fused attention kernels: loops over (B,S,K) that vectorise along the last axis.
-#include "ops/attention_ops.h"
+#include "tapestry/ops/attention_ops.h"
 
-#include "ops/kernels.h"
+#include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
 

@@ -2,7 +2,7 @@
 // each one op over the whole batch instead of a chain of reshapes, broadcasts and tiny products.
 #pragma once
 
-#include "core/tape.h"
+#include "tapestry/core/tape.h"
 
 namespace tapestry::ops {
 

@@ -1,7 +1,7 @@
 // Gradient-check cases for the fused attention kernels.
-#include "ops/attention_ops.h"
-#include "ops/gradcheck_cases.h"
-#include "ops/shape_ops.h"
+#include "tapestry/ops/attention_ops.h"
+#include "tapestry/ops/gradcheck_cases.h"
+#include "tapestry/ops/shape_ops.h"
 
 namespace tapestry::ops {
 

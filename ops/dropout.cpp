@@ -1,8 +1,8 @@
 // Inverted dropout: the forward draws and saves the scaled keep mask, the backward multiplies by
 // it.
-#include "ops/dropout.h"
+#include "tapestry/ops/dropout.h"
 
-#include "ops/kernels.h"
+#include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
 

@@ -1,8 +1,8 @@
 // Inverted dropout: random zeroing in training, the identity in evaluation.
 #pragma once
 
-#include "core/random.h"
-#include "core/tape.h"
+#include "tapestry/core/random.h"
+#include "tapestry/core/tape.h"
 
 namespace tapestry::ops {
 

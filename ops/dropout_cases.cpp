@@ -1,7 +1,7 @@
 // Gradient-check cases for dropout; each forward reseeds its Rng so every pass draws the same mask.
-#include "core/random.h"
-#include "ops/dropout.h"
-#include "ops/gradcheck_cases.h"
+#include "tapestry/core/random.h"
+#include "tapestry/ops/dropout.h"
+#include "tapestry/ops/gradcheck_cases.h"
 
 namespace tapestry::ops {
 

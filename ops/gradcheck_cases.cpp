@@ -1,5 +1,5 @@
 // Collects the gradient-check cases of every op family.
-#include "ops/gradcheck_cases.h"
+#include "tapestry/ops/gradcheck_cases.h"
 
 namespace tapestry::ops {
 

@@ -1,7 +1,7 @@
 // The gradient-check cases of every op, one function per op family.
 #pragma once
 
-#include "core/gradcheck.h"
+#include "tapestry/core/gradcheck.h"
 
 namespace tapestry::ops {
 

@@ -1,10 +1,10 @@
 // Indexing and selection ops; gather saves its indices as attributes, the masks are saved as given.
-#include "ops/index.h"
+#include "tapestry/ops/index.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "ops/kernels.h"
+#include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
 

@@ -1,8 +1,8 @@
 // Gradient-check cases for gather, masked_fill and where; indices and masks are fixed constants.
 #include <vector>
 
-#include "ops/gradcheck_cases.h"
-#include "ops/index.h"
+#include "tapestry/ops/gradcheck_cases.h"
+#include "tapestry/ops/index.h"
 
 namespace tapestry::ops {
 

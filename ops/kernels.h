@@ -7,10 +7,10 @@
 #include <limits>
 #include <type_traits>
 
-#include "core/fastmath.h"
-#include "core/scratch.h"
-#include "core/tape.h"
-#include "core/tensor.h"
+#include "tapestry/core/fastmath.h"
+#include "tapestry/core/scratch.h"
+#include "tapestry/core/tape.h"
+#include "tapestry/core/tensor.h"
 
 namespace tapestry::ops::detail {
 

@@ -1,12 +1,12 @@
 // Cross-entropy fused with its softmax: the loss in one pass, the probabilities recomputed in
 // backward.
-#include "ops/loss.h"
+#include "tapestry/ops/loss.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "ops/kernels.h"
+#include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <span>
 
-#include "core/tape.h"
+#include "tapestry/core/tape.h"
 
 namespace tapestry::ops {
 

@@ -1,6 +1,6 @@
 // Gradient-check cases for cross_entropy: plain, with ignored rows, V = 1, a larger vocabulary.
-#include "ops/gradcheck_cases.h"
-#include "ops/loss.h"
+#include "tapestry/ops/gradcheck_cases.h"
+#include "tapestry/ops/loss.h"
 
 namespace tapestry::ops {
 

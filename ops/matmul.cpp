@@ -1,9 +1,9 @@
 // Matrix products through BLAS (sgemm/dgemm); transposes become BLAS flags, never copies.
-#include "ops/matmul.h"
+#include "tapestry/ops/matmul.h"
 
-#include "core/blas.h"
-#include "core/packed.h"
-#include "ops/kernels.h"
+#include "tapestry/core/blas.h"
+#include "tapestry/core/packed.h"
+#include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
 
@@ -132,8 +132,8 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* 
   Shape out = a.ndim() == 3 ? Shape{g.batch, g.m, g.n} : Shape{g.m, g.n};
   Tensor y = Tensor::empty(out, a.dtype());
   const int64_t rows = g.batch * g.m;  // with b shared and a not transposed, one stacked product
-  if (kPackedKernel && packs && a.dtype() == DType::f32 && g.b_stride == 0 && !g.ta && g.tb &&
-      rows >= 2) {
+  if (packs && packed_kernel_available() && a.dtype() == DType::f32 && g.b_stride == 0 && !g.ta &&
+      g.tb && rows >= 2) {
     gemm_packed(rows, g.k, a.value().data<float>(), g.k, packs->get(b.value()), 0.0f,
                 y.data<float>(), g.n);
   } else {
@@ -202,7 +202,7 @@ Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs) {
   Shape shape = x.shape();
   shape = x.ndim() == 3 ? Shape{shape[0], shape[1], out} : Shape{shape[0], out};
   Tensor y = Tensor::empty(shape, x.dtype());
-  if (kPackedKernel && packs && x.dtype() == DType::f32 && rows >= 2) {
+  if (packs && packed_kernel_available() && x.dtype() == DType::f32 && rows >= 2) {
     gemm_packed(rows, k, x.value().data<float>(), k, packs->get(w.value()), 0.0f, y.data<float>(),
                 out, bias ? b.value().data<float>() : nullptr);
   } else {

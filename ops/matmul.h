@@ -2,7 +2,7 @@
 // affine map x W^T + b of a fully connected layer.
 #pragma once
 
-#include "core/tape.h"
+#include "tapestry/core/tape.h"
 
 namespace tapestry::ops {
 

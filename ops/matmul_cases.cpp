@@ -1,6 +1,6 @@
 // Gradient-check cases for matmul (every shape form and transpose combination) and affine.
-#include "ops/gradcheck_cases.h"
-#include "ops/matmul.h"
+#include "tapestry/ops/gradcheck_cases.h"
+#include "tapestry/ops/matmul.h"
 
 namespace tapestry::ops {
 

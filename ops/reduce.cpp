@@ -1,11 +1,11 @@
 // Reductions: sum and mean walk x against its reduced shape; max keeps its argmax on the tape.
-#include "ops/reduce.h"
+#include "tapestry/ops/reduce.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "ops/kernels.h"
+#include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
 

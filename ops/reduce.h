@@ -4,7 +4,7 @@
 #include <initializer_list>
 #include <span>
 
-#include "core/tape.h"
+#include "tapestry/core/tape.h"
 
 namespace tapestry::ops {
 

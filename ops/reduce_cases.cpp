@@ -1,9 +1,9 @@
 // Gradient-check cases for the reductions: one axis, several, all, keepdim, negative axes.
 #include <string>
 
-#include "ops/arith.h"
-#include "ops/gradcheck_cases.h"
-#include "ops/reduce.h"
+#include "tapestry/ops/arith.h"
+#include "tapestry/ops/gradcheck_cases.h"
+#include "tapestry/ops/reduce.h"
 
 namespace tapestry::ops {
 

@@ -1,7 +1,7 @@
 // Fused GRU and LSTM gates: one pass forward, one pass backward, the gates saved in between.
-#include "ops/rnn_cells.h"
+#include "tapestry/ops/rnn_cells.h"
 
-#include "ops/kernels.h"
+#include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
 

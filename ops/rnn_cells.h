@@ -2,7 +2,7 @@
 // after the two matrix products, tested equal to the composed ops they replace.
 #pragma once
 
-#include "core/tape.h"
+#include "tapestry/core/tape.h"
 
 namespace tapestry::ops {
 

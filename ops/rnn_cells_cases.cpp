@@ -1,6 +1,6 @@
 // Gradient-check cases for the fused GRU and LSTM cells: batch sizes, gates saturated or not.
-#include "ops/gradcheck_cases.h"
-#include "ops/rnn_cells.h"
+#include "tapestry/ops/gradcheck_cases.h"
+#include "tapestry/ops/rnn_cells.h"
 
 namespace tapestry::ops {
 

@@ -1,6 +1,6 @@
 // Gradient-check cases for the shape ops: views, axis orders, joins with empty pieces, slices.
-#include "ops/gradcheck_cases.h"
-#include "ops/shape_ops.h"
+#include "tapestry/ops/gradcheck_cases.h"
+#include "tapestry/ops/shape_ops.h"
 
 namespace tapestry::ops {
 

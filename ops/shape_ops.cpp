@@ -1,5 +1,5 @@
 // Shape ops: reshape is a view; permute walks the output; concat, stack and slice copy in blocks.
-#include "ops/shape_ops.h"
+#include "tapestry/ops/shape_ops.h"
 
 #include <cstring>
 #include <numeric>
@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "ops/kernels.h"
+#include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
 

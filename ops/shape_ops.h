@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "core/tape.h"
+#include "tapestry/core/tape.h"
 
 namespace tapestry::ops {
 

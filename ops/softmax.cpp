@@ -1,10 +1,10 @@
 // Softmax and log-softmax along any axis, as strided rows; masked positions are skipped exactly.
-#include "ops/softmax.h"
+#include "tapestry/ops/softmax.h"
 
 #include <cmath>
 #include <limits>
 
-#include "ops/kernels.h"
+#include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
 

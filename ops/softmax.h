@@ -1,7 +1,7 @@
 // Softmax and log-softmax along any axis, numerically stable, with an optional mask.
 #pragma once
 
-#include "core/tape.h"
+#include "tapestry/core/tape.h"
 
 namespace tapestry::ops {
 

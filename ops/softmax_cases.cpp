@@ -1,6 +1,6 @@
 // Gradient-check cases for softmax and log_softmax: each axis position, masks broadcast or not.
-#include "ops/gradcheck_cases.h"
-#include "ops/softmax.h"
+#include "tapestry/ops/gradcheck_cases.h"
+#include "tapestry/ops/softmax.h"
 
 namespace tapestry::ops {
 

@@ -1,9 +1,9 @@
 // Elementwise nonlinearities. Each backward reads the saved input or, cheaper, the output y.
-#include "ops/unary.h"
+#include "tapestry/ops/unary.h"
 
 #include <cmath>
 
-#include "ops/kernels.h"
+#include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
 

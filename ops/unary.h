@@ -1,7 +1,7 @@
 // Elementwise nonlinearities: exp, log, sqrt, pow, tanh, sigmoid, relu.
 #pragma once
 
-#include "core/tape.h"
+#include "tapestry/core/tape.h"
 
 namespace tapestry::ops {
 

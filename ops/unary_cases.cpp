@@ -1,6 +1,6 @@
 // Gradient-check cases for the elementwise nonlinearities, inside each function's domain.
-#include "ops/gradcheck_cases.h"
-#include "ops/unary.h"
+#include "tapestry/ops/gradcheck_cases.h"
+#include "tapestry/ops/unary.h"
 
 namespace tapestry::ops {
 

@@ -2,7 +2,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
-#include "core/blas.h"
+#include "tapestry/core/blas.h"
 
 int main(int argc, char** argv) {
   tapestry::blas::use_fastest_kernels(argv);

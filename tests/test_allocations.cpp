@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "models/train.h"
+#include "tapestry/models/train.h"
 
 namespace {
 std::atomic<bool> counting{false};

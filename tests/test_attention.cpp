@@ -4,9 +4,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "nn/attention.h"
-#include "ops/ops.h"
 #include "results_close.h"
+#include "tapestry/nn/attention.h"
+#include "tapestry/ops/ops.h"
 
 using namespace tapestry;
 using namespace tapestry::nn;

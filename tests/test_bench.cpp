@@ -14,7 +14,7 @@
 #include <set>
 #include <string>
 
-#include "models/seq2seq.h"
+#include "tapestry/models/seq2seq.h"
 #include "tools/bench_data.h"
 
 using namespace tapestry;

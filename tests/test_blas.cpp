@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "core/blas.h"
-#include "core/random.h"
+#include "tapestry/core/blas.h"
+#include "tapestry/core/random.h"
 
 using namespace tapestry;
 

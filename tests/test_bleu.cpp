@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
-#include "models/bleu.h"
+#include "tapestry/core/errors.h"
+#include "tapestry/models/bleu.h"
 
 using namespace tapestry;
 using namespace tapestry::models;

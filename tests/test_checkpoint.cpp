@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/random.h"
-#include "nn/checkpoint.h"
-#include "nn/linear.h"
-#include "nn/optim.h"
-#include "nn/rnn.h"
+#include "tapestry/core/random.h"
+#include "tapestry/nn/checkpoint.h"
+#include "tapestry/nn/linear.h"
+#include "tapestry/nn/optim.h"
+#include "tapestry/nn/rnn.h"
 
 using namespace tapestry;
 using namespace tapestry::nn;

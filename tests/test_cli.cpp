@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "cli_run.h"
-#include "nn/checkpoint.h"
+#include "tapestry/nn/checkpoint.h"
 
 using namespace tapestry;
 using namespace tapestry::testing;

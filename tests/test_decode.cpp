@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "models/decode.h"
-#include "models/seq2seq.h"
+#include "tapestry/models/decode.h"
+#include "tapestry/models/seq2seq.h"
 
 using namespace tapestry;
 using namespace tapestry::models;

@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "models/saved_model.h"
-#include "models/seq2seq.h"
+#include "tapestry/models/saved_model.h"
+#include "tapestry/models/seq2seq.h"
 
 using namespace tapestry;
 using nlohmann::json;

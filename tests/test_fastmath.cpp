@@ -5,9 +5,9 @@
 #include <cstring>
 #include <limits>
 
-#include "core/fastmath.h"
-#include "core/random.h"
-#include "ops/unary.h"
+#include "tapestry/core/fastmath.h"
+#include "tapestry/core/random.h"
+#include "tapestry/ops/unary.h"
 
 using namespace tapestry;
 

@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "core/gradcheck.h"
-#include "models/gradcheck_registry.h"
+#include "tapestry/core/gradcheck.h"
+#include "tapestry/models/gradcheck_registry.h"
 
 using namespace tapestry;
 

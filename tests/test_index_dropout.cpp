@@ -6,9 +6,9 @@
 #include <limits>
 #include <vector>
 
-#include "core/random.h"
-#include "ops/dropout.h"
-#include "ops/index.h"
+#include "tapestry/core/random.h"
+#include "tapestry/ops/dropout.h"
+#include "tapestry/ops/index.h"
 
 using namespace tapestry;
 using Catch::Contains;

@@ -3,12 +3,12 @@
 #include <cmath>
 #include <limits>
 
-#include "nn/embedding.h"
-#include "nn/init.h"
-#include "nn/linear.h"
-#include "nn/rnn.h"
-#include "ops/ops.h"
 #include "results_close.h"
+#include "tapestry/nn/embedding.h"
+#include "tapestry/nn/init.h"
+#include "tapestry/nn/linear.h"
+#include "tapestry/nn/rnn.h"
+#include "tapestry/ops/ops.h"
 
 using namespace tapestry;
 using namespace tapestry::nn;

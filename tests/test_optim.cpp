@@ -4,13 +4,13 @@
 #include <limits>
 #include <memory>
 
-#include "core/memory.h"
-#include "core/random.h"
-#include "core/tape.h"
-#include "nn/clip.h"
-#include "nn/optim.h"
-#include "nn/schedule.h"
-#include "ops/ops.h"
+#include "tapestry/core/memory.h"
+#include "tapestry/core/random.h"
+#include "tapestry/core/tape.h"
+#include "tapestry/nn/clip.h"
+#include "tapestry/nn/optim.h"
+#include "tapestry/nn/schedule.h"
+#include "tapestry/ops/ops.h"
 
 using namespace tapestry;
 using namespace tapestry::nn;

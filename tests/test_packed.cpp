@@ -7,11 +7,11 @@
 #include <thread>
 #include <vector>
 
-#include "core/packed.h"
-#include "core/parallel.h"
-#include "core/random.h"
-#include "core/tape.h"
-#include "ops/ops.h"
+#include "tapestry/core/packed.h"
+#include "tapestry/core/parallel.h"
+#include "tapestry/core/random.h"
+#include "tapestry/core/tape.h"
+#include "tapestry/ops/ops.h"
 
 using namespace tapestry;
 

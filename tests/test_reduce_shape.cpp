@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "core/tape.h"
-#include "ops/arith.h"
-#include "ops/reduce.h"
-#include "ops/shape_ops.h"
+#include "tapestry/core/tape.h"
+#include "tapestry/ops/arith.h"
+#include "tapestry/ops/reduce.h"
+#include "tapestry/ops/shape_ops.h"
 
 using namespace tapestry;
 using namespace tapestry::ops;

@@ -12,7 +12,7 @@
 #include <regex>
 #include <sstream>
 
-#include "core/errors.h"
+#include "tapestry/core/errors.h"
 #include "tools/report_html.h"
 
 using namespace tapestry;

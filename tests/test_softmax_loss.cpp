@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "core/random.h"
-#include "ops/arith.h"
-#include "ops/kernels.h"
-#include "ops/loss.h"
-#include "ops/softmax.h"
+#include "tapestry/core/random.h"
+#include "tapestry/ops/arith.h"
+#include "tapestry/ops/kernels.h"
+#include "tapestry/ops/loss.h"
+#include "tapestry/ops/softmax.h"
 
 using namespace tapestry;
 using Catch::Matchers::Contains;

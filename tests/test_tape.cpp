@@ -2,11 +2,11 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "core/memory.h"
-#include "core/parallel.h"
-#include "core/random.h"
-#include "core/tape.h"
-#include "ops/ops.h"
+#include "tapestry/core/memory.h"
+#include "tapestry/core/parallel.h"
+#include "tapestry/core/random.h"
+#include "tapestry/core/tape.h"
+#include "tapestry/ops/ops.h"
 
 using namespace tapestry;
 using Catch::Contains;

@@ -1,8 +1,8 @@
 // Tape labels: names given to single nodes for inspection, dropped by clear(), checked indices.
 #include <catch2/catch.hpp>
 
-#include "core/tape.h"
-#include "ops/ops.h"
+#include "tapestry/core/tape.h"
+#include "tapestry/ops/ops.h"
 
 using namespace tapestry;
 

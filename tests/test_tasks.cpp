@@ -9,8 +9,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/errors.h"
-#include "models/tasks.h"
+#include "tapestry/core/errors.h"
+#include "tapestry/models/tasks.h"
 
 using namespace tapestry;
 using namespace tapestry::models;

@@ -1,8 +1,8 @@
 // Tensors and shapes: creation, views, broadcasting rules, dtype handling, the seeded generator.
 #include <catch2/catch.hpp>
 
-#include "core/random.h"
-#include "core/tensor.h"
+#include "tapestry/core/random.h"
+#include "tapestry/core/tensor.h"
 
 using namespace tapestry;
 using Catch::Contains;

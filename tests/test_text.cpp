@@ -8,8 +8,8 @@
 #include <fstream>
 #include <set>
 
-#include "models/corpus.h"
-#include "models/text.h"
+#include "tapestry/models/corpus.h"
+#include "tapestry/models/text.h"
 
 using namespace tapestry;
 using namespace tapestry::models;

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "nn/rnn.h"
+#include "tapestry/nn/rnn.h"
 
 using namespace tapestry;
 using namespace tapestry::nn;

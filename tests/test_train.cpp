@@ -5,10 +5,10 @@
 #include <catch2/catch.hpp>
 #include <numeric>
 
-#include "core/parallel.h"
-#include "models/evaluate.h"
-#include "models/metrics.h"
-#include "models/train.h"
+#include "tapestry/core/parallel.h"
+#include "tapestry/models/evaluate.h"
+#include "tapestry/models/metrics.h"
+#include "tapestry/models/train.h"
 
 using namespace tapestry;
 using namespace tapestry::models;

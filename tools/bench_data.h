@@ -12,11 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include "core/errors.h"
-#include "core/random.h"
-#include "models/batch.h"
-#include "models/config.h"
-#include "models/vocab.h"
+#include "tapestry/core/errors.h"
+#include "tapestry/core/random.h"
+#include "tapestry/models/batch.h"
+#include "tapestry/models/config.h"
+#include "tapestry/models/vocab.h"
 
 namespace tapestry::cli {
 

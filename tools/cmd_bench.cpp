@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
-#include "core/blas.h"
-#include "core/packed.h"
-#include "core/parallel.h"
-#include "models/decode.h"
-#include "models/train.h"
-#include "nn/clip.h"
+#include "tapestry/core/blas.h"
+#include "tapestry/core/packed.h"
+#include "tapestry/core/parallel.h"
+#include "tapestry/models/decode.h"
+#include "tapestry/models/train.h"
+#include "tapestry/nn/clip.h"
 #include "tools/bench_data.h"
 #include "tools/cli.h"
 #include "tools/flags.h"

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <memory>
 
-#include "core/errors.h"
-#include "models/bleu.h"
+#include "tapestry/core/errors.h"
+#include "tapestry/models/bleu.h"
 #include "tools/cli.h"
 #include "tools/text_files.h"
 

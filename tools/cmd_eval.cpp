@@ -6,10 +6,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "models/bleu.h"
-#include "models/evaluate.h"
-#include "models/metrics.h"
-#include "models/saved_model.h"
+#include "tapestry/models/bleu.h"
+#include "tapestry/models/evaluate.h"
+#include "tapestry/models/metrics.h"
+#include "tapestry/models/saved_model.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/run_dir.h"

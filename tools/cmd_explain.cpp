@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "models/tasks.h"
+#include "tapestry/models/tasks.h"
 #include "tools/cli.h"
 #include "tools/explain.h"
 #include "tools/flags.h"

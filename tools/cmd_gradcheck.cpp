@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <set>
 
-#include "core/gradcheck.h"
-#include "models/gradcheck_registry.h"
+#include "tapestry/core/gradcheck.h"
+#include "tapestry/models/gradcheck_registry.h"
 #include "tools/cli.h"
 
 namespace tapestry::cli {

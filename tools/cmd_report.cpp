@@ -10,11 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "core/errors.h"
-#include "models/bleu.h"
-#include "models/evaluate.h"
-#include "models/metrics.h"
-#include "models/saved_model.h"
+#include "tapestry/core/errors.h"
+#include "tapestry/models/bleu.h"
+#include "tapestry/models/evaluate.h"
+#include "tapestry/models/metrics.h"
+#include "tapestry/models/saved_model.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/progress.h"

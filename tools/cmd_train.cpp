@@ -8,12 +8,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/parallel.h"
-#include "models/bleu.h"
-#include "models/evaluate.h"
-#include "models/metrics.h"
-#include "models/saved_model.h"
-#include "nn/checkpoint.h"
+#include "tapestry/core/parallel.h"
+#include "tapestry/models/bleu.h"
+#include "tapestry/models/evaluate.h"
+#include "tapestry/models/metrics.h"
+#include "tapestry/models/saved_model.h"
+#include "tapestry/nn/checkpoint.h"
 #include "tools/cli.h"
 #include "tools/progress.h"
 #include "tools/run_dir.h"

@@ -6,8 +6,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "models/evaluate.h"
-#include "models/saved_model.h"
+#include "tapestry/models/evaluate.h"
+#include "tapestry/models/saved_model.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/run_dir.h"

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <functional>
 
-#include "models/saved_model.h"
-#include "ops/ops.h"
+#include "tapestry/models/saved_model.h"
+#include "tapestry/ops/ops.h"
 
 namespace tapestry::cli {
 

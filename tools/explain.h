@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "models/seq2seq.h"
-#include "models/vocab.h"
+#include "tapestry/models/seq2seq.h"
+#include "tapestry/models/vocab.h"
 
 namespace tapestry::cli {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "models/train.h"
+#include "tapestry/models/train.h"
 
 namespace tapestry::cli {
 

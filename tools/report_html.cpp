@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/errors.h"
+#include "tapestry/core/errors.h"
 
 namespace tapestry::cli::html {
 

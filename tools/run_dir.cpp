@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "nn/checkpoint.h"
+#include "tapestry/nn/checkpoint.h"
 
 namespace tapestry::cli {
 

@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "models/example.h"
-#include "models/preprocess.h"
-#include "models/seq2seq.h"
-#include "nn/optim.h"
+#include "tapestry/models/example.h"
+#include "tapestry/models/preprocess.h"
+#include "tapestry/models/seq2seq.h"
+#include "tapestry/nn/optim.h"
 #include "tools/cli.h"
 
 namespace tapestry::cli {

@@ -5,8 +5,8 @@
 #include <exception>
 #include <string_view>
 
-#include "core/blas.h"
-#include "core/errors.h"
+#include "tapestry/core/blas.h"
+#include "tapestry/core/errors.h"
 #include "tools/cli.h"
 
 namespace {

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "core/errors.h"
-#include "models/bleu.h"
+#include "tapestry/core/errors.h"
+#include "tapestry/models/bleu.h"
 
 namespace tapestry::cli {
 

@@ -5,7 +5,7 @@
 
 #include <limits>
 
-#include "models/corpus.h"
+#include "tapestry/models/corpus.h"
 
 namespace tapestry::cli {
 

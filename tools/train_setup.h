@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "models/config.h"
-#include "models/preprocess.h"
-#include "models/tasks.h"
-#include "models/train.h"
+#include "tapestry/models/config.h"
+#include "tapestry/models/preprocess.h"
+#include "tapestry/models/tasks.h"
+#include "tapestry/models/train.h"
 #include "tools/flags.h"
 
 namespace tapestry::cli {
