@@ -42,4 +42,12 @@ class TapeError : public Error {
   using Error::Error;
 };
 
+// Anomaly mode (Tape::set_detect_anomaly) found a NaN or an infinity in an op's forward value or in
+// a gradient its backward computed; the message names the op, its node, region and label, and
+// every input's shape and range.
+class AnomalyError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace tapestry

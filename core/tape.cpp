@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 
 namespace tapestry {
 
@@ -79,6 +81,8 @@ Var Tape::bind(Tensor value, Tensor grad) {
 }
 
 int32_t Tape::record(const OpDef& op, Tensor value, std::initializer_list<const Var*> inputs) {
+  if (detect_anomaly_) [[unlikely]]
+    check_forward(op, value, std::span<const Var* const>(inputs.begin(), inputs.size()));
   int32_t id = append(op, std::move(value));
   for (const Var* v : inputs) add_input(*v);
   return id;
@@ -87,6 +91,11 @@ int32_t Tape::record(const OpDef& op, Tensor value, std::initializer_list<const 
 int32_t Tape::record(const OpDef& op, Tensor value, std::span<const Var> inputs) {
   if (inputs.size() > UINT16_MAX)
     throw TapeError(fmt::format("{}: {} inputs, at most {}", op.name, inputs.size(), UINT16_MAX));
+  if (detect_anomaly_) [[unlikely]] {
+    std::vector<const Var*> ptrs;
+    for (const Var& v : inputs) ptrs.push_back(&v);
+    check_forward(op, value, ptrs);
+  }
   int32_t id = append(op, std::move(value));
   for (const Var& v : inputs) add_input(v);
   return id;
@@ -133,15 +142,20 @@ Tensor* Tape::input_grad(const Node& n, int k) {
   return &in.grad;
 }
 
-void Tape::backward(const Var& loss) {
+void Tape::backward(const Var& loss, BackwardOptions options) {
   if (loss.numel() != 1)
     throw TapeError(
         fmt::format("backward: the loss has shape {}; give a seed gradient for a non-scalar output",
                     loss.shape().str()));
-  backward(loss, Tensor::full(loss.shape(), 1.0, loss.dtype()));
+  backward(loss, Tensor::full(loss.shape(), 1.0, loss.dtype()), options);
 }
 
-void Tape::backward(const Var& y, const Tensor& dy) {
+void Tape::backward(const Var& y, const Tensor& dy, BackwardOptions options) {
+  if (backward_spent_)
+    throw TapeError(
+        "backward: this recording has already run backward, and a second one would add every "
+        "gradient again; call tape.clear() and record the step anew, or pass {.retain_graph = "
+        "true} to the backward before this one to run it twice on purpose");
   if (y.tape() != this || y.node() < 0)
     throw TapeError(
         "backward: the output was not recorded on this tape (nothing it depends on needs a "
@@ -150,6 +164,8 @@ void Tape::backward(const Var& y, const Tensor& dy) {
     throw ShapeError(fmt::format("backward: seed gradient {} {} does not match output {} {}",
                                  dy.shape().str(), dtype_name(dy.dtype()), y.shape().str(),
                                  dtype_name(y.dtype())));
+  // Spent from here on: a backward that throws part way has added some gradients already.
+  backward_spent_ = true;
   // Inner nodes start from zero so a second backward on the same tape adds only its own share to
   // the leaves (which accumulate, as parameters do).
   for (Node& n : nodes_)
@@ -167,8 +183,11 @@ void Tape::backward(const Var& y, const Tensor& dy) {
     Node& n = nodes_[i];
     if (!n.op->backward || !n.grad.defined()) continue;
     n.op->backward(*this, n);
+    if (detect_anomaly_) [[unlikely]]
+      check_backward(n);
     if (!keep_grads_) n.grad = Tensor();
   }
+  backward_spent_ = !options.retain_graph;
 }
 
 Tensor Tape::grad(const Var& v) const {
@@ -209,6 +228,7 @@ void Tape::clear() {
   attrs_.clear();
   region_stack_.clear();
   labels_.clear();
+  backward_spent_ = false;
   epoch_ = next_epoch();
 }
 
@@ -235,6 +255,123 @@ const std::string& Tape::label(int32_t node) const {
   static const std::string kNone;
   auto it = labels_.find(node);
   return it == labels_.end() ? kNone : it->second;
+}
+
+void Tape::set_tensor_names(std::vector<std::pair<std::string, Tensor>> names) {
+  tensor_names_ = std::move(names);
+}
+
+std::string Tape::display_name(int32_t node) const {
+  if (const std::string& l = label(node); !l.empty()) return l;
+  const Node& n = nodes_[static_cast<size_t>(node)];
+  if (n.op->backward) return "";
+  for (const auto& [name, t] : tensor_names_)
+    if (t.defined() && n.value.shares_storage(t)) return name;
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Anomaly mode
+
+namespace {
+
+struct Finiteness {
+  int64_t nan = 0, pos_inf = 0, neg_inf = 0;
+  double min = 0, max = 0;  // over the finite values
+  bool any_finite = false;
+};
+
+Finiteness finiteness(const Tensor& t) {
+  Finiteness f;
+  dispatch(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = t.data<T>();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+      const double v = p[i];
+      if (std::isnan(v)) {
+        ++f.nan;
+      } else if (std::isinf(v)) {
+        ++(v > 0 ? f.pos_inf : f.neg_inf);
+      } else if (!f.any_finite) {
+        f.min = f.max = v;
+        f.any_finite = true;
+      } else {
+        f.min = std::min(f.min, v);
+        f.max = std::max(f.max, v);
+      }
+    }
+  });
+  return f;
+}
+
+// "(2,3) min -1 max 2.5, 1 NaN"
+std::string range_text(const Tensor& t) {
+  if (!t.defined()) return "(undefined)";
+  const Finiteness f = finiteness(t);
+  std::string s = t.shape().str();
+  if (f.any_finite) s += fmt::format(" min {:.4g} max {:.4g}", f.min, f.max);
+  if (f.nan) s += fmt::format(", {} NaN", f.nan);
+  if (f.pos_inf) s += fmt::format(", {} +inf", f.pos_inf);
+  if (f.neg_inf) s += fmt::format(", {} -inf", f.neg_inf);
+  if (t.numel() == 0) s += " (empty)";
+  return s;
+}
+
+}  // namespace
+
+void Tape::check_forward(const OpDef& op, const Tensor& value,
+                         std::span<const Var* const> inputs) const {
+  const Finiteness f = finiteness(value);
+  const bool inf_fault = (f.pos_inf || f.neg_inf) && !op.infinite_by_design;
+  if (!f.nan && !inf_fault) return;
+  std::string where = fmt::format("node #{}", nodes_.size());
+  if (!region_stack_.empty() && region_stack_.back() != 0)
+    where += fmt::format(", region '{}'", regions_[region_stack_.back()]);
+  std::string ins;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Var& v = *inputs[k];
+    std::string from = "a constant";
+    if (v.requires_grad() && v.tape() == this) {
+      const int32_t id = v.node();
+      from = fmt::format("#{} {}", id, nodes_[id].op->name);
+      if (std::string l = display_name(id); !l.empty()) from += " '" + l + "'";
+    }
+    ins += fmt::format("{}input {} ({}): {}", k ? "; " : "", k, from, range_text(v.value()));
+  }
+  throw AnomalyError(fmt::format("anomaly: the forward value of {} ({}) holds {}: {}; {}", op.name,
+                                 where, f.nan ? "NaN" : "an infinity", range_text(value),
+                                 ins.empty() ? "no inputs" : ins));
+}
+
+void Tape::check_backward(const Node& n) const {
+  const auto ins = inputs(n);
+  for (size_t k = 0; k < ins.size(); ++k) {
+    if (ins[k] < 0) continue;
+    const Tensor& g = nodes_[ins[k]].grad;
+    if (!g.defined()) continue;
+    const Finiteness f = finiteness(g);
+    if (!f.nan && !f.pos_inf && !f.neg_inf) continue;
+    const auto id = static_cast<int32_t>(&n - nodes_.data());
+    std::string where = fmt::format("node #{}", id);
+    if (n.region != 0) where += fmt::format(", region '{}'", regions_[n.region]);
+    if (const std::string& l = label(id); !l.empty()) where += fmt::format(", label '{}'", l);
+    std::string values;
+    for (size_t j = 0; j < ins.size(); ++j) {
+      if (ins[j] < 0) {
+        values += fmt::format("; input {}: a constant", j);
+        continue;
+      }
+      const Node& in = nodes_[ins[j]];
+      std::string name = fmt::format("#{} {}", ins[j], in.op->name);
+      if (std::string l = display_name(ins[j]); !l.empty()) name += " '" + l + "'";
+      values += fmt::format("; input {} ({}): {}", j, name, range_text(in.value));
+    }
+    throw AnomalyError(fmt::format(
+        "anomaly: the backward of {} ({}) gave input {} a gradient holding {}: {}; its output's "
+        "gradient: {}{}",
+        n.op->name, where, k, f.nan ? "NaN" : "an infinity", range_text(g), range_text(n.grad),
+        values));
+  }
 }
 
 Tape* recording_tape(std::initializer_list<const Var*> inputs) {

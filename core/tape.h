@@ -26,6 +26,10 @@ struct OpDef {
   const char* name;
   BackwardFn backward;  // nullptr for leaves
   const char* math;     // the op and its derivative in one line, for explain
+  // The op writes infinities on purpose (masked_fill's fill value, log_softmax's -inf at masked
+  // positions), so anomaly mode does not take an infinity in its value for a fault (a NaN still
+  // is).
+  bool infinite_by_design = false;
 };
 
 struct OpRegistrar {
@@ -34,11 +38,11 @@ struct OpRegistrar {
 // Every registered differentiable op (leaves excluded), in registration order.
 const std::vector<const OpDef*>& all_ops();
 
-// Defines `const OpDef var` and registers it.
-#define TAPESTRY_OP(var, name, backward, math)           \
-  const ::tapestry::OpDef var{name, backward, math};     \
-  static const ::tapestry::OpRegistrar var##_registrar { \
-    var                                                  \
+// Defines `const OpDef var` and registers it; an optional last argument sets infinite_by_design.
+#define TAPESTRY_OP(var, name, backward, math, ...)                             \
+  const ::tapestry::OpDef var{name, backward, math __VA_OPT__(, ) __VA_ARGS__}; \
+  static const ::tapestry::OpRegistrar var##_registrar {                        \
+    var                                                                         \
   }
 
 extern const OpDef kLeafOp;   // a leaf whose gradient is kept on the tape
@@ -79,6 +83,11 @@ class Var {
   int32_t node_ = -1;
 };
 
+// Tape::backward's options.
+struct BackwardOptions {
+  bool retain_graph = false;  // allow another backward on this recording
+};
+
 class Tape {
  public:
   Tape();
@@ -104,15 +113,26 @@ class Tape {
   Var output(int32_t node) { return Var(nodes_[node].value, this, node); }
 
   // ---- backward
-  // Backpropagates from a one-element loss (seed 1).
-  void backward(const Var& loss);
+  // Backpropagates from a one-element loss (seed 1). Leaves and parameters accumulate (+=), so a
+  // second backward on the same recording would add the same gradients again: it throws TapeError
+  // instead, unless the one before it passed retain_graph (as PyTorch's retain_graph=True).
+  // clear() and a new recording start afresh.
+  void backward(const Var& loss, BackwardOptions options = {});
   // Backpropagates from y with seed gradient dy (same shape as y).
-  void backward(const Var& y, const Tensor& dy);
+  void backward(const Var& y, const Tensor& dy, BackwardOptions options = {});
   // Gradient that reached v (undefined if none did).
   Tensor grad(const Var& v) const;
   // Keep every node's gradient after backward (for inspection); otherwise gradients of inner
   // nodes are released as soon as their backward has run.
   void set_keep_grads(bool keep) { keep_grads_ = keep; }
+
+  // ---- anomaly mode (off by default; costs one test per op when off). When on, every op's forward
+  // value and every gradient its backward computes are checked as they are made: the first NaN or
+  // infinity throws AnomalyError naming the op, its node, region and label, and every input's
+  // shape and range (min, max and the count of NaN and infinite values), as PyTorch's
+  // detect_anomaly does. Nothing is recorded for an op whose value fails the check.
+  void set_detect_anomaly(bool on) { detect_anomaly_ = on; }
+  bool detect_anomaly() const { return detect_anomaly_; }
 
   // ---- packed weights (core/packed.h) for the products of this recording, or null. The owner
   // promises the weights stay unchanged while they are set; clear() leaves them set.
@@ -162,9 +182,20 @@ class Tape {
   void set_label(int32_t node, std::string label);
   const std::string& label(int32_t node) const;
 
+  // ---- names of long-lived tensors (parameters), for error messages and drawings: a leaf whose
+  // value shares storage with a named tensor goes by that name (nn::name_parameters sets a
+  // module's). Kept across clear(); looked up only when a message or a drawing asks.
+  void set_tensor_names(std::vector<std::pair<std::string, Tensor>> names);
+  // The node's label, else the name of the tensor a leaf holds, else "".
+  std::string display_name(int32_t node) const;
+
  private:
   friend class NoGrad;
   int32_t append(const OpDef& op, Tensor value);
+  // Anomaly mode's checks; they throw AnomalyError.
+  void check_forward(const OpDef& op, const Tensor& value,
+                     std::span<const Var* const> inputs) const;
+  void check_backward(const Node& n) const;
   void add_input(const Var& v);
   template <class I>
   void append_attrs(int32_t node, std::span<const I> attrs);
@@ -178,9 +209,12 @@ class Tape {
   std::vector<std::pair<const void*, int32_t>> bindings_;
   std::vector<std::pair<Tensor, Tensor>> redirects_;
   std::unordered_map<int32_t, std::string> labels_;
+  std::vector<std::pair<std::string, Tensor>> tensor_names_;
   int no_grad_depth_ = 0;
   uint64_t epoch_ = 0;
   bool keep_grads_ = false;
+  bool detect_anomaly_ = false;
+  bool backward_spent_ = false;  // a backward ran without retain_graph since the last clear()
   WeightPacks* weight_packs_ = nullptr;
 };
 
@@ -194,6 +228,22 @@ class NoGrad {
 
  private:
   Tape& tape_;
+};
+
+// Scope in which `tape` runs in anomaly mode (Tape::set_detect_anomaly); the previous mode returns
+// at the end of the scope.
+class DetectAnomaly {
+ public:
+  explicit DetectAnomaly(Tape& tape) : tape_(tape), before_(tape.detect_anomaly()) {
+    tape_.set_detect_anomaly(true);
+  }
+  ~DetectAnomaly() { tape_.set_detect_anomaly(before_); }
+  DetectAnomaly(const DetectAnomaly&) = delete;
+  DetectAnomaly& operator=(const DetectAnomaly&) = delete;
+
+ private:
+  Tape& tape_;
+  bool before_;
 };
 
 // Scope that labels every node recorded inside it.

@@ -74,8 +74,12 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing, Rng* r
       features.push_back(s.features);
   }
   if (!forced) {
-    Var z = ops::stack(logits, 1);  // (B,T,V)
-    logits.clear();
+    Var z;
+    {
+      Region region(tape, "output");
+      z = ops::stack(logits, 1);  // (B,T,V)
+      logits.clear();
+    }
     Region region(tape, "loss");
     return ops::cross_entropy(ops::reshape(z, Shape{b * steps, config_.tgt_vocab}), batch.tgt_out,
                               Vocab::kPad);
@@ -89,9 +93,13 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing, Rng* r
       rows.push_back(static_cast<int32_t>(i));
       targets.push_back(batch.tgt_out[i]);
     }
-  Var f = ops::reshape(ops::stack(features, 1), Shape{b * steps, decoder_.feature_size()});
-  features.clear();
-  Var z = decoder_.logits(tape, ops::gather(f, rows), rng);
+  Var z;
+  {
+    Region region(tape, "output");
+    Var f = ops::reshape(ops::stack(features, 1), Shape{b * steps, decoder_.feature_size()});
+    features.clear();
+    z = decoder_.logits(tape, ops::gather(f, rows), rng);
+  }
   Region region(tape, "loss");
   return ops::cross_entropy(z, targets, Vocab::kPad);
 }

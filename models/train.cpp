@@ -79,6 +79,10 @@ double Trainer::step(const Batch& batch) {
   while (tapes_.size() < static_cast<size_t>(shards)) {
     tapes_.push_back(std::make_unique<Tape>());
     tapes_.back()->set_weight_packs(&packs_);
+    if (options_.detect_anomaly) {
+      tapes_.back()->set_detect_anomaly(true);
+      nn::name_parameters(*tapes_.back(), model_);
+    }
     std::vector<std::pair<Tensor, Tensor>> sink;
     if (tapes_.size() > 1)
       for (auto* p : params_)
@@ -144,7 +148,13 @@ EpochResult Trainer::epoch(std::span<const EncodedPair> pairs, int64_t epoch,
   double weighted = 0, norms = 0;
   for (size_t i = 0; i < batches.size(); ++i) {
     Batch batch = make_batch(pairs, batches[i]);
-    const double loss = step(batch);
+    double loss = 0;
+    try {
+      loss = step(batch);
+    } catch (const AnomalyError& e) {
+      throw AnomalyError(
+          fmt::format("epoch {}, step {} of {}: {}", epoch, i + 1, batches.size(), e.what()));
+    }
     const int64_t tokens = batch.target_tokens();
     if (last_skipped_) {
       ++r.skipped;

@@ -31,6 +31,10 @@ struct TrainOptions {
   // core/parallel.h) and their gradients summed in shard order: the result does not depend on how
   // many cores there are.
   int64_t shards = 2;
+  // Anomaly mode on every shard's tape (Tape::set_detect_anomaly): the first op whose value or
+  // gradient holds a NaN or an infinity stops training with an AnomalyError naming the epoch, the
+  // step, the op and its inputs, instead of the step being skipped.
+  bool detect_anomaly = false;
   // Throws ValueError naming the option and listing valid values.
   void validate() const;
 };

@@ -17,6 +17,8 @@
 #include <set>
 #include <tuple>
 
+#include "tapestry/core/file_io.h"
+
 namespace tapestry::nn {
 
 // Tensor bytes go to and from the file as they lie in memory.
@@ -63,63 +65,6 @@ void require_utf8(const std::string& what, const std::string& s) {
 
 // ---------------------------------------------------------------------------------------------
 // Writing.
-
-// A file written under a temporary name and renamed over the target on commit(); if commit() is
-// never reached the temporary file is removed, so the target keeps its old contents.
-class AtomicFile {
- public:
-  explicit AtomicFile(std::string path)
-      : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail(path_, fmt::format("cannot create '{}': {}", tmp_, system_reason()));
-  }
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-
-  void write(const void* data, uint64_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      ssize_t k = ::write(fd_, p, std::min<uint64_t>(n, 1u << 30));
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0)
-        fail(path_, fmt::format("cannot write '{}': {}", tmp_,
-                                k < 0 ? system_reason() : "no bytes written"));
-      p += k;
-      n -= static_cast<uint64_t>(k);
-    }
-  }
-
-  void commit() {
-    // fsync before rename: otherwise a crash could leave the new name on unwritten data.
-    if (::fsync(fd_) != 0) fail(path_, fmt::format("cannot sync '{}': {}", tmp_, system_reason()));
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) fail(path_, fmt::format("cannot close '{}': {}", tmp_, system_reason()));
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
-      fail(path_, fmt::format("cannot rename '{}' to it: {}", tmp_, system_reason()));
-    committed_ = true;
-    sync_directory();
-  }
-
- private:
-  // Makes the rename itself durable. Best effort: the new file is already complete and in place.
-  void sync_directory() {
-    const size_t slash = path_.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : path_.substr(0, slash + 1);
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    (void)::fsync(fd);
-    ::close(fd);
-  }
-
-  std::string path_, tmp_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
 
 // ---------------------------------------------------------------------------------------------
 // Reading.
@@ -460,12 +405,16 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 
   unsigned char prefix[8];
   for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>(text.size() >> (8 * i));
-  AtomicFile file(path);
-  file.write(prefix, 8);
-  file.write(text.data(), text.size());
-  for (size_t i : data_order)
-    file.write(raw_bytes(tensors[i].second), byte_size(tensors[i].second));
-  file.commit();
+  try {
+    AtomicFile file(path);
+    file.write(prefix, 8);
+    file.write(text.data(), text.size());
+    for (size_t i : data_order)
+      file.write(raw_bytes(tensors[i].second), byte_size(tensors[i].second));
+    file.commit();
+  } catch (const FileError& e) {
+    fail(path, e.what());
+  }
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {

@@ -45,4 +45,10 @@ void Module::zero_grad() {
   for (auto* p : parameters()) p->grad.zero();
 }
 
+void name_parameters(Tape& tape, Module& module) {
+  std::vector<std::pair<std::string, Tensor>> names;
+  for (auto& [name, p] : module.named_parameters()) names.emplace_back(name, p->value);
+  tape.set_tensor_names(std::move(names));
+}
+
 }  // namespace tapestry::nn

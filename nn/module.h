@@ -45,4 +45,8 @@ class Module {
   bool training_ = true;
 };
 
+// Names the module's parameters on `tape` (Tape::set_tensor_names), so error messages, anomaly
+// reports and graph drawings call each parameter's leaf by its path ("decoder.attention.W").
+void name_parameters(Tape& tape, Module& module);
+
 }  // namespace tapestry::nn

@@ -112,8 +112,9 @@ void masked_fill_backward(Tape& tape, const Node& n) {
                        });
   });
 }
+// The fill value may be -infinity (a mask before a softmax): infinite by design.
 TAPESTRY_OP(kMaskedFill, "masked_fill", masked_fill_backward,
-            "y = mask != 0 ? value : x;  dx += dy * (mask == 0)");
+            "y = mask != 0 ? value : x;  dx += dy * (mask == 0)", true);
 
 Var masked_fill(const Var& x, const Tensor& mask, double value) {
   check_same_dtype("masked_fill", {&x.value(), &mask});

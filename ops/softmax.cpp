@@ -157,8 +157,9 @@ void log_softmax_backward(Tape& tape, const Node& n) {
     });
   });
 }
+// -infinity at masked positions: infinite by design.
 TAPESTRY_OP(kLogSoftmax, "log_softmax", log_softmax_backward,
-            "y = x - log(sum(exp(x)));  dx += dy - exp(y) * sum(dy)  (along the axis)");
+            "y = x - log(sum(exp(x)));  dx += dy - exp(y) * sum(dy)  (along the axis)", true);
 
 Var log_softmax(const Var& x, int axis, const Tensor& valid) {
   const int a = x.shape().axis(axis, "log_softmax");

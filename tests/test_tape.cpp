@@ -73,10 +73,11 @@ TEST_CASE("backward runs in reverse and a tensor used twice gets the sum of its 
   REQUIRE(tape.size() == 4);  // leaf, mul, scale, add: in the order they were recorded
   REQUIRE(std::string(tape.node(1).op->name) == "mul");
   REQUIRE(std::string(tape.node(3).op->name) == "add");
-  tape.backward(y, ones_like(y));
+  tape.backward(y, ones_like(y), {.retain_graph = true});
   REQUIRE(tape.grad(x).to_vector() == std::vector<double>{7.0, 1.0});
 
-  // A second backward on the same tape adds to the leaf's gradient, as parameters accumulate.
+  // A second backward on the same tape (allowed by retain_graph) adds to the leaf's gradient, as
+  // parameters accumulate; tests/test_safety.cpp checks that it is refused without.
   tape.backward(y, ones_like(y));
   REQUIRE(tape.grad(x).to_vector() == std::vector<double>{14.0, 2.0});
 }

@@ -17,27 +17,6 @@ namespace tapestry::cli {
 
 namespace fs = std::filesystem;
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(fmt::format("cannot write '{}': {}", tmp, std::strerror(errno)));
-    out << text;
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw Error(fmt::format("cannot write '{}': {}", tmp, std::strerror(errno)));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Error(fmt::format("cannot replace '{}': {}", path, ec.message()));
-  }
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "tapestry/core/file_io.h"
 #include "tapestry/models/example.h"
 #include "tapestry/models/preprocess.h"
 #include "tapestry/models/seq2seq.h"
@@ -53,8 +54,6 @@ class RunDir {
   std::string dir_;
 };
 
-// Writes `text` to `path` atomically (temporary file, then rename); throws Error naming the path.
-void write_file_atomic(const std::string& path, const std::string& text);
 // The whole file; throws Error naming the path and the system's reason.
 std::string read_file(const std::string& path);
 

@@ -73,6 +73,8 @@ void TrainSettings::declare(Flags& f) {
   f.add("seed", &seed, "seed for data, initialisation, dropout and batch order", 0, kBig);
   f.add("threads", &threads, "cores to use (0: all)", 0, 256);
   f.add("time-limit", &time_limit, "stop training after this many minutes (0: none)", 0, 1e6);
+  f.add_switch("detect-anomaly", &detect_anomaly,
+               "stop at the first op whose value or gradient is NaN or infinite, naming it");
   f.add("valid-decode", &valid_decode,
         "validation sentences decoded each epoch for BLEU and exact match (0: none)", 0, kBig);
   f.add("test-beam", &test_beam, "beam width for the final test scores (1: greedy only)", 1, 100);
@@ -191,6 +193,7 @@ models::TrainOptions train_options(const TrainSettings& s) {
   o.gamma = s.gamma;
   o.patience = static_cast<int>(s.patience);
   o.seed = static_cast<uint64_t>(s.seed);
+  o.detect_anomaly = s.detect_anomaly;
   return o;
 }
 

@@ -31,6 +31,7 @@ struct TrainSettings {
   double lr = 1e-3, weight_decay = 0, clip = 1.0, teacher_forcing = 1.0, gamma = 0.5;
   int64_t seed = 1, threads = 0, valid_decode = 1000, test_beam = 5;
   double time_limit = 0;  // minutes
+  bool detect_anomaly = false;
   std::string out, resume;
   bool quiet = false;
 

@@ -1,0 +1,45 @@
+// Files written whole or not at all: a temporary file beside the target, every write checked,
+// fsynced, then renamed over the target, so a reader sees the old file or the complete new one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tapestry/core/errors.h"
+
+namespace tapestry {
+
+// A file that cannot be created, written, synced or renamed; the message names the file and the
+// system's reason ("cannot write 'm.safetensors.tmp.42': No space left on device").
+class FileError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A file written under `path + ".tmp.<pid>"` and renamed over `path` by commit(). If commit() is
+// never reached (an error, an exception) the temporary file is removed and `path` keeps its old
+// contents. Throws FileError.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  // Writes all n bytes (retrying short writes and interruptions).
+  void write(const void* data, uint64_t n);
+  void write(std::string_view text) { write(text.data(), text.size()); }
+  // fsync, close, rename over the target, then (best effort) sync the directory.
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+// Replaces `path` with `bytes` through an AtomicFile. Throws FileError.
+void write_file_atomic(const std::string& path, std::string_view bytes);
+
+}  // namespace tapestry
