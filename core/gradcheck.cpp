@@ -62,6 +62,9 @@ GradcheckResult run_gradcheck(const GradcheckCase& c) {
     // Numeric pass, one element at a time.
     bool all_pass = true;
     for (auto& t : checked) {
+      TensorCheck tc;
+      tc.name = t.name;
+      tc.shape = t.value->shape();
       double max_abs = 0, scale = 0;
       for (int64_t i = 0; i < t.value->numel(); ++i) {
         const double x0 = t.value->at(i);
@@ -76,11 +79,22 @@ GradcheckResult run_gradcheck(const GradcheckCase& c) {
                            : d1 / (2 * h);
         t.value->set(i, x0);
         const double analytic = t.grad->at(i);
-        max_abs = std::max(max_abs, std::abs(analytic - numeric));
+        const double err = std::isfinite(analytic) && std::isfinite(numeric)
+                               ? std::abs(analytic - numeric)
+                               : INFINITY;
+        if (i == 0 || err > max_abs) {
+          tc.worst = i;
+          tc.analytic = analytic;
+          tc.numeric = numeric;
+        }
+        max_abs = std::max(max_abs, err);
         scale = std::max({scale, std::abs(analytic), std::abs(numeric)});
-        if (!std::isfinite(analytic) || !std::isfinite(numeric)) max_abs = INFINITY;
       }
       const double rel = scale > 0 ? max_abs / scale : max_abs;
+      tc.max_abs = max_abs;
+      tc.max_rel = rel;
+      tc.pass = rel < c.tol;
+      res.tensors.push_back(tc);
       res.max_abs = std::max(res.max_abs, max_abs);
       if (rel >= res.max_rel) {
         res.max_rel = rel;
@@ -153,6 +167,100 @@ GradcheckCase op_case(std::string op, std::string name, std::vector<InputSpec> i
     return std::make_unique<OpFixture>(std::move(xs), fn);
   };
   return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checking a function of your own
+
+GradcheckCase options_case(std::string op, const GradcheckOptions& o) {
+  GradcheckCase c;
+  c.op = std::move(op);
+  c.eps = o.eps;
+  c.fourth_order = o.fourth_order;
+  c.tol = o.tol;
+  c.seed = o.seed;
+  return c;
+}
+
+std::vector<Tensor> checked_inputs(std::vector<Tensor> inputs, const GradcheckOptions& options,
+                                   const char* who) {
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!inputs[k].defined()) throw ValueError(fmt::format("{}: input x{} is undefined", who, k));
+    inputs[k] = inputs[k].to(DType::f64);
+    for (int64_t i = 0; i < inputs[k].numel(); ++i)
+      for (double kink : options.avoid)
+        if (std::abs(inputs[k].at(i) - kink) < options.margin)
+          throw ValueError(fmt::format(
+              "{}: input x{} element {} is {}, within {} of {} (a point to avoid)", who, k, i,
+              inputs[k].at(i), options.margin, kink));
+  }
+  return inputs;
+}
+
+GradcheckResult gradcheck(const std::function<Var(std::span<const Var>)>& fn,
+                          std::vector<Tensor> inputs, const GradcheckOptions& options) {
+  if (!fn) throw ValueError("gradcheck: no function given");
+  if (inputs.empty()) throw ValueError("gradcheck: no inputs to check");
+  inputs = checked_inputs(std::move(inputs), options, "gradcheck");
+  // The case owns the function and its inputs; run_gradcheck keeps a pointer to the case, which
+  // the result outlives: the returned result has c = nullptr.
+  GradcheckCase c = options_case("function", options);
+  for (size_t k = 0; k < inputs.size(); ++k)
+    c.shapes.append(k ? " " : "").append(inputs[k].shape().str());
+  c.make = [inputs, fn](Rng&) -> std::unique_ptr<GradcheckFixture> {
+    std::vector<Tensor> xs;
+    for (const auto& t : inputs) xs.push_back(t.clone());
+    return std::make_unique<OpFixture>(std::move(xs), fn);
+  };
+  GradcheckResult r = run_gradcheck(c);
+  r.c = nullptr;
+  return r;
+}
+
+GradcheckResult gradcheck(const std::function<Var(std::span<const Var>)>& fn,
+                          const std::vector<Shape>& shapes, const GradcheckOptions& options) {
+  if (!fn) throw ValueError("gradcheck: no function given");
+  if (shapes.empty()) throw ValueError("gradcheck: no inputs to check");
+  std::vector<InputSpec> specs;
+  for (const auto& s : shapes)
+    specs.push_back({s, options.lo, options.hi, options.avoid, options.margin});
+  GradcheckCase c = options_case("function", options);
+  GradcheckCase sampled = op_case("function", "", std::move(specs), fn, options.eps);
+  c.shapes = sampled.shapes;
+  c.make = sampled.make;
+  GradcheckResult r = run_gradcheck(c);
+  r.c = nullptr;
+  return r;
+}
+
+std::string gradcheck_table(const GradcheckResult& r) {
+  std::string out =
+      fmt::format("{:<10} {:<12} {:>10} {:>10}  {:<12} {:>13} {:>13}  {}\n", "input", "shape",
+                  "max abs", "max rel", "worst at", "analytic", "numeric", "result");
+  size_t failed = 0;
+  for (const auto& t : r.tensors) {
+    std::vector<int64_t> dims;
+    for (int i = 0; i < t.shape.ndim(); ++i) dims.push_back(t.shape.dim(i));
+    // The worst element's index, "[i,j]"
+    std::string at = "[";
+    int64_t rest = t.worst;
+    std::vector<int64_t> idx(dims.size());
+    for (size_t d = dims.size(); d-- > 0;) {
+      idx[d] = dims[d] ? rest % dims[d] : 0;
+      rest = dims[d] ? rest / dims[d] : 0;
+    }
+    for (size_t d = 0; d < idx.size(); ++d) at += fmt::format("{}{}", d ? "," : "", idx[d]);
+    at += "]";
+    out += fmt::format("{:<10} {:<12} {:>10.2e} {:>10.2e}  {:<12} {:>13.6e} {:>13.6e}  {}\n",
+                       t.name, t.shape.str(), t.max_abs, t.max_rel, at, t.analytic, t.numeric,
+                       t.pass ? "ok" : "FAIL");
+    failed += !t.pass;
+  }
+  if (!r.error.empty()) return out + "error: " + r.error + "\n";
+  out += fmt::format("{} input{} checked, {} failed; worst relative error {:.2e}: {}\n",
+                     r.tensors.size(), r.tensors.size() == 1 ? "" : "s", failed, r.max_rel,
+                     r.pass ? "PASS" : "FAIL");
+  return out;
 }
 
 }  // namespace tapestry

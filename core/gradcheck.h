@@ -45,6 +45,18 @@ struct GradcheckCase {
   std::function<std::unique_ptr<GradcheckFixture>(Rng&)> make;
 };
 
+// One checked tensor's outcome: its largest error, and the element where the relative error is
+// largest, with both derivatives there.
+struct TensorCheck {
+  std::string name;
+  Shape shape;
+  double max_abs = 0;                // max |analytic - numeric| over its elements
+  double max_rel = 0;                // max_abs / max(|analytic|, |numeric|) over its elements
+  int64_t worst = 0;                 // the flat index of the largest |analytic - numeric|
+  double analytic = 0, numeric = 0;  // at `worst`
+  bool pass = false;
+};
+
 struct GradcheckResult {
   const GradcheckCase* c = nullptr;
   double max_abs = 0;  // max |analytic - numeric| over all checked elements
@@ -54,6 +66,7 @@ struct GradcheckResult {
   bool pass = false;
   std::string error;                      // an exception thrown by the case, if any
   std::vector<std::string> ops_recorded;  // names of the ops on the tape of the analytic pass
+  std::vector<TensorCheck> tensors;       // per checked tensor, in the case's order
 };
 
 // Runs one case: one backward with seed r (loss = sum(r * y), r uniform in [-1,1)) against
@@ -74,6 +87,43 @@ struct InputSpec {
 using OpFn = std::function<Var(std::span<const Var> x)>;
 GradcheckCase op_case(std::string op, std::string name, std::vector<InputSpec> inputs, OpFn fn,
                       double eps = 1e-6);
+
+// ---- checking a function of your own
+
+struct GradcheckOptions {
+  double eps = 1e-6;          // the finite-difference step h
+  bool fourth_order = false;  // (8 (L(x+h) - L(x-h)) - (L(x+2h) - L(x-2h))) / 12h; else central
+  double tol = 1e-6;          // largest relative error that passes
+  uint64_t seed = 1;          // the random inputs and the weights r of L = sum(r * y)
+  // Random inputs are uniform in [lo, hi), kept at least `margin` away from every value in
+  // `avoid` (kinks, such as relu's 0); given inputs must keep that distance too.
+  double lo = -1, hi = 1;
+  std::vector<double> avoid{};
+  double margin = 1e-3;
+};
+
+// Checks the gradient of fn with respect to each of its inputs, in float64: one backward with
+// loss L = sum(r * fn(x)) for random r, against finite differences of L for every element of
+// every input. Inputs of another dtype are converted to float64 (fn must work in float64). The
+// result's `tensors` has one row per input, named x0, x1, ...; gradcheck_table prints them.
+// Throws ValueError for no inputs, or a given input within `margin` of a value to avoid.
+GradcheckResult gradcheck(const std::function<Var(std::span<const Var> x)>& fn,
+                          std::vector<Tensor> inputs, const GradcheckOptions& options = {});
+// The same with random inputs of these shapes.
+GradcheckResult gradcheck(const std::function<Var(std::span<const Var> x)>& fn,
+                          const std::vector<Shape>& shapes, const GradcheckOptions& options = {});
+
+// The pieces gradcheck is built from, for checkers of other things (nn::gradcheck_module): a case
+// named `op` with the options' step, order, tolerance and seed (its `make` left to set), and the
+// inputs as float64 copies, each kept `margin` away from the values to avoid. Throws ValueError
+// naming `who` and the input.
+GradcheckCase options_case(std::string op, const GradcheckOptions& options);
+std::vector<Tensor> checked_inputs(std::vector<Tensor> inputs, const GradcheckOptions& options,
+                                   const char* who);
+
+// A readable table of a result: one line per checked tensor (shape, largest errors, the worst
+// element with both derivatives, ok or FAIL), then a one-line verdict.
+std::string gradcheck_table(const GradcheckResult& r);
 
 // ---- the registry
 

@@ -21,6 +21,7 @@
 #include "tapestry/nn/clip.h"
 #include "tapestry/nn/dropout.h"
 #include "tapestry/nn/embedding.h"
+#include "tapestry/nn/gradcheck_module.h"
 #include "tapestry/nn/init.h"
 #include "tapestry/nn/linear.h"
 #include "tapestry/nn/module.h"

@@ -18,8 +18,8 @@ int gate_count(CellKind kind);               // 1, 3 (r, z, n), 4 (i, f, g, o)
 
 // A recurrent state: h (B,H), and for an LSTM the cell c (B,H).
 struct RecurrentState {
-  Var h;
-  Var c;
+  Var h{};
+  Var c{};  // undefined for RNN and GRU cells
 };
 
 // One step of a cell from the input projection gx = x W_ih^T + b_ih (B,G*H):

@@ -1,5 +1,6 @@
 // Example 1: a 2-layer MLP learns XOR, the micrograd demo in C++. It teaches the whole loop: a
-// module of layers, a forward pass recorded on a tape, a loss, backward, an optimizer step.
+// module of layers, a forward pass recorded on a tape, a loss, backward, an optimizer step; and it
+// draws the last step's graph, every value beside its gradient (xor_graph.html).
 #include <tapestry/tapestry.h>
 
 #include <cstdio>
@@ -24,12 +25,15 @@ int main() {
   Tensor x = Tensor::from({0, 0, 0, 1, 1, 0, 1, 1}, {4, 2}, DType::f32);
   Tensor y = Tensor::from({0, 1, 1, 0}, {4, 1}, DType::f32);
   Tape tape;
+  tape.set_keep_grads(true);       // keep every node's gradient, to draw them
+  nn::name_parameters(tape, mlp);  // parameters go by their names in drawings and errors
   for (int step = 0; step <= 300; ++step) {
     tape.clear();  // one recording per step; the memory is reused
     Var d = mlp.forward(tape, x) - y;
     Var loss = ops::mean(d * d);
     opt.zero_grad();
     tape.backward(loss);  // dloss/dw accumulates into every parameter's grad
+    if (step == 300) draw_graph(loss, "xor_graph.html");  // or .dot, for Graphviz
     opt.step();
     if (step % 100 == 0) std::printf("step %3d  loss %.5f\n", step, loss.value().item());
   }
