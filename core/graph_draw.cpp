@@ -247,8 +247,12 @@ std::string html_escape(std::string_view s) {
 std::string dot_escape(std::string_view s) {
   std::string out;
   for (char ch : s) {
+    if (ch == '\n') {  // DOT's own line break
+      out += "\\n";
+      continue;
+    }
     if (ch == '"' || ch == '\\') out += '\\';
-    out += ch == '\n' ? ' ' : ch;
+    out += ch;
   }
   return out;
 }

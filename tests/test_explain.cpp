@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "tapestry/models/saved_model.h"
@@ -219,32 +220,62 @@ TEST_CASE("explain: each node passes on exactly the gradient its inputs receive"
   }
 }
 
-TEST_CASE("explain: DOT output renders with Graphviz", "[explain]") {
+TEST_CASE("explain: DOT output folds what --groups leaves out, and renders with Graphviz",
+          "[explain]") {
   TempDir dir;
   const std::string dot = dir.file("tape.dot"), svg = dir.file("tape.svg");
+  json j = explain_json(dir, "--attention concat --decoder luong");
+  // Node statements ("n12 [label=...") and folded regions ("\"encoder\" [shape=box3d ...").
+  auto statements = [](const std::string& text) {
+    std::set<int> nodes;
+    std::set<std::string> folded;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      const size_t at = line.find_first_not_of(' ');
+      if (at == std::string::npos) continue;
+      if (line.compare(at, 1, "n") == 0 && line.find(" [label=<") != std::string::npos)
+        nodes.insert(std::stoi(line.substr(at + 1)));
+      if (line.find("[shape=box3d") != std::string::npos)
+        folded.insert(line.substr(at + 1, line.find('"', at + 1) - at - 1));
+    }
+    return std::pair{nodes, folded};
+  };
   Run r = explain(fmt::format("--attention concat --decoder luong --format dot --out '{}'", dot));
   REQUIRE(r.status == 0);
-  json j = explain_json(dir, "--attention concat --decoder luong");
-  // One node statement per tape node, one cluster per region.
-  const std::string text = slurp(dot);
-  size_t nodes = 0, clusters = 0;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("    n", 0) == 0 && line.find("[label=") != std::string::npos) ++nodes;
-    if (line.find("subgraph cluster_") != std::string::npos) ++clusters;
-  }
-  CHECK(nodes == j["nodes"].size());
-  CHECK(clusters >= 9);  // encoder, attention.keys, .scores, .softmax, .context, decoder, ...
+  auto [nodes, folded] = statements(slurp(dot));
+  INFO(slurp(dot));
+  CHECK(j["nodes"].size() > 40);
+  CHECK(nodes.size() + folded.size() <= 40);  // the drawer's bound
+  CHECK(folded.count("encoder") == 1);
+
+  // --groups opens those regions node by node, and leaves the encoder folded.
+  const std::string opened = dir.file("opened.dot");
+  r = explain(fmt::format(
+      "--attention concat --decoder luong --format dot --groups attention --out '{}'", opened));
+  REQUIRE(r.status == 0);
+  auto [open_nodes, open_folded] = statements(slurp(opened));
+  size_t attention = 0;
+  for (const auto& n : j["nodes"])
+    if (n["region"].get<std::string>().rfind("attention.", 0) == 0) {
+      ++attention;
+      CHECK(open_nodes.count(n["index"].get<int>()) == 1);
+    }
+  CHECK(attention >= 8);
+  CHECK(open_folded.count("encoder") == 1);
+  CHECK(slurp(opened).find("subgraph cluster_") != std::string::npos);
+
   if (run_shell("command -v dot").status != 0) {
     WARN("Graphviz's dot is not installed: the DOT output was not rendered");
     return;
   }
-  Run rendered = run_shell(fmt::format("dot -Tsvg '{}' -o '{}'", dot, svg));
-  INFO(rendered.output);
-  REQUIRE(rendered.status == 0);
-  const std::string out = slurp(svg);
-  CHECK(out.find("<svg") != std::string::npos);
-  CHECK(out.find("attention.scores") != std::string::npos);
+  for (const std::string& file : {dot, opened}) {
+    Run rendered = run_shell(fmt::format("dot -Tsvg '{}' -o '{}'", file, svg));
+    INFO(rendered.output);
+    REQUIRE(rendered.status == 0);
+    const std::string out = slurp(svg);
+    CHECK(out.find("<svg") != std::string::npos);
+    CHECK(out.find("attention.scores") != std::string::npos);
+  }
 }
 
 TEST_CASE("explain: the text output has every group and fits in 100 columns", "[explain]") {

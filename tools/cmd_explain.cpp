@@ -171,7 +171,7 @@ int cmd_explain(const Args& args) {
   std::string text;
   if (format == "text") text = render_text(e, o);
   if (format == "json") text = render_json(e);
-  if (format == "dot") text = render_dot(e);
+  if (format == "dot") text = render_dot(e, o);
   if (format == "html") text = render_html(e, o);
   if (out.empty()) {
     fmt::print("{}", text);

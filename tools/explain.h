@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tapestry/core/graph_draw.h"
 #include "tapestry/models/seq2seq.h"
 #include "tapestry/models/vocab.h"
 
@@ -140,7 +141,10 @@ struct TextOptions {
 };
 std::string render_text(const Explanation& e, const TextOptions& o);
 std::string render_json(const Explanation& e);
-std::string render_dot(const Explanation& e);
+// DOT through the graph drawer: regions folded (at most 40 boxes) except the groups to show.
+std::string render_dot(const Explanation& e, const TextOptions& o);
+// The explanation as the drawer's plain data (edge labels: the gradient norm sent back).
+DrawGraph explain_graph(const Explanation& e);
 std::string render_html(const Explanation& e, const TextOptions& o);
 
 // ---- shared by the renderers
