@@ -22,5 +22,6 @@ int cmd_eval(const Args& args);
 int cmd_report(const Args& args);
 int cmd_explain(const Args& args);
 int cmd_bench(const Args& args);
+int cmd_export(const Args& args);
 
 }  // namespace tapestry::cli

@@ -31,6 +31,7 @@ constexpr Command kCommands[] = {
      "backprop through attention for one decoder step, value by value, checked"},
     {"bleu", tapestry::cli::cmd_bleu, "corpus BLEU of a hypothesis file, as sacreBLEU computes it"},
     {"bench", tapestry::cli::cmd_bench, "time training and decoding against the PyTorch reference"},
+    {"export", tapestry::cli::cmd_export, "write a trained model as a PyTorch package"},
 };
 
 void print_help() {

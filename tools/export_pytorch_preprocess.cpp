@@ -1,0 +1,201 @@
+// preprocess.py of a PyTorch export: tokens and vocabularies, as models/text.cpp makes them.
+// One fixed source for every configuration: it reads config.json and the other files beside it.
+#include "tools/export_pytorch.h"
+
+namespace tapestry::cli {
+
+std::string_view pytorch_preprocess_py() {
+  return R"PY("""Text <-> tokens exactly as the Tapestry model's training data was tokenised.
+
+A port of Tapestry's models/text.cpp and models/preprocess.cpp. preprocess.json names the mode:
+
+  words     split at whitespace; optionally lower-case first and split punctuation off words
+  chars     one token per character, a space becoming "_"
+  tutorial  the normalisation of PyTorch's "Translation with a Sequence to Sequence Network and
+            Attention" tutorial (lower-case, fold accents, keep a-z . ! ?), then split at spaces
+
+Lower-casing and accent folding cover exactly the letters Tapestry's tables cover (ASCII,
+Latin-1, Latin Extended-A, Greek, Cyrillic), so they are tables here too: Python's str.lower()
+and unicodedata would change letters Tapestry leaves alone.
+"""
+
+import json
+
+SPACE_TOKEN = "_"  # chars mode: the token of a space
+
+# The base letter of each Latin-1 (U+00C0..U+00FF) and Latin Extended-A (U+0100..U+017F) letter
+# whose canonical decomposition is a letter and combining marks; '-' where there is none (so
+# ß, æ, œ, ø, ł ... stay as they are, as unicodedata's NFD keeps them).
+_LATIN1_BASE = "AAAAAA-CEEEEIIII-NOOOOO--UUUUY--aaaaaa-ceeeeiiii-nooooo--uuuuy-y"
+_LATIN_EXT_A_BASE = (
+    "AaAaAaCcCcCcCcDd--EeEeEeEeEeGgGgGgGgHh--IiIiIiIiI---JjKk-LlLlLl----NnNnNn---OoOoOo--"
+    "RrRrRrSsSsSsSsTtTt--UuUuUuUuUuUuWwYyYZzZzZz-"
+)
+
+_WHITESPACE = {" ", "\t", "\n", "\r", "\v", "\f", "\u00a0"}
+# . , ! ? ; : " ( ) [ ] { } and « » ¿ ¡ „ “ ” … — –
+_SPLIT_PUNCTUATION = set('.,!?;:"()[]{}') | {"\u00ab", "\u00bb", "\u00bf", "\u00a1", "\u201e",
+                                              "\u201c", "\u201d", "\u2026", "\u2014", "\u2013"}
+
+
+def lower_char(ch):
+    """Lower case of one character, for the scripts Tapestry handles (others unchanged)."""
+    c = ord(ch)
+    if 0x41 <= c <= 0x5A:  # A-Z
+        return chr(c + 32)
+    if c < 0xC0:
+        return ch
+    if c <= 0xDE:  # Latin-1 capitals, but not the multiplication sign
+        return ch if c == 0xD7 else chr(c + 32)
+    if c == 0x130:  # İ: Python gives i + a combining dot; Tapestry gives i
+        return "i"
+    if 0x100 <= c <= 0x137 or 0x14A <= c <= 0x177:  # pairs: capital even, small odd
+        return chr(c | 1)
+    if 0x139 <= c <= 0x148 or 0x179 <= c <= 0x17E:  # pairs: capital odd, small even
+        return chr(c + 1) if c & 1 else ch
+    if c == 0x178:  # Ÿ -> ÿ
+        return "\u00ff"
+    if 0x391 <= c <= 0x3A9 and c != 0x3A2:  # Greek capitals
+        return chr(c + 32)
+    if 0x410 <= c <= 0x42F:  # Cyrillic А..Я
+        return chr(c + 32)
+    if 0x400 <= c <= 0x40F:  # Cyrillic Ѐ..Џ
+        return chr(c + 80)
+    return ch
+
+
+def to_lower(text):
+    return "".join(lower_char(ch) for ch in text)
+
+
+def base_letter(ch):
+    """The letter without its accents ("é" -> "e"), for Latin-1 and Latin Extended-A."""
+    c = ord(ch)
+    base = "-"
+    if 0xC0 <= c <= 0xFF:
+        base = _LATIN1_BASE[c - 0xC0]
+    elif 0x100 <= c <= 0x17F:
+        base = _LATIN_EXT_A_BASE[c - 0x100]
+    return ch if base == "-" else base
+
+
+def fold_accents(text):
+    return "".join(base_letter(ch) for ch in text)
+
+
+def tokenize_words(line, lowercase=False, split_punctuation=False):
+    """Whitespace tokens; punctuation split off as tokens of its own when asked. An apostrophe or
+    hyphen inside a word stays ("l'homme", "t-shirt")."""
+    tokens, current = [], []
+    for ch in line:
+        if lowercase:
+            ch = lower_char(ch)
+        if ch in _WHITESPACE:
+            if current:
+                tokens.append("".join(current))
+            current = []
+        elif split_punctuation and ch in _SPLIT_PUNCTUATION:
+            if current:
+                tokens.append("".join(current))
+            tokens.append(ch)
+            current = []
+        else:
+            current.append(ch)
+    if current:
+        tokens.append("".join(current))
+    return tokens
+
+
+def tutorial_normalize(text):
+    """normalizeString of the PyTorch tutorial: lower-case, fold accents, strip, " \\1" before
+    each of . ! ?, then every run of characters other than a-z . ! ? becomes one space."""
+    chars = [base_letter(lower_char(ch)) for ch in text]
+    begin, end = 0, len(chars)
+    while begin < end and chars[begin] in _WHITESPACE:
+        begin += 1
+    while end > begin and chars[end - 1] in _WHITESPACE:
+        end -= 1
+    out = []
+    in_run = False  # inside a run of characters other than a-z . ! ?
+    for ch in chars[begin:end]:
+        if ch in ".!?":  # re.sub(r"([.!?])", r" \1"): that space joins a run already open
+            if not in_run:
+                out.append(" ")
+            in_run = False
+            out.append(ch)
+        elif "a" <= ch <= "z":
+            in_run = False
+            out.append(ch)
+        elif not in_run:
+            out.append(" ")
+            in_run = True
+    return "".join(out)
+
+
+class Preprocess:
+    """How a line of text becomes tokens, and tokens a line (preprocess.json)."""
+
+    def __init__(self, mode="words", lowercase=False, split_punctuation=False):
+        if mode not in ("words", "chars", "tutorial"):
+            raise ValueError(f"preprocess: unknown mode '{mode}' (valid: words, chars, tutorial)")
+        self.mode = mode
+        self.lowercase = lowercase  # words mode only
+        self.split_punctuation = split_punctuation  # words mode only
+
+    @classmethod
+    def load(cls, path):
+        with open(path, encoding="utf-8") as f:
+            j = json.load(f)
+        return cls(j["mode"], j["lowercase"], j["split_punctuation"])
+
+    def tokenize(self, line):
+        if self.mode == "words":
+            return tokenize_words(line, self.lowercase, self.split_punctuation)
+        if self.mode == "tutorial":
+            return tokenize_words(tutorial_normalize(line))
+        return [SPACE_TOKEN if ch == " " else ch for ch in line]
+
+    def detokenize(self, tokens):
+        """Words are joined by spaces; characters are joined, "_" turning back into a space."""
+        if self.mode == "chars":
+            return "".join(" " if t == SPACE_TOKEN else t for t in tokens)
+        return " ".join(tokens)
+
+
+class Vocab:
+    """Tokens <-> ids. The first four ids are the specials <pad> 0, <bos> 1, <eos> 2, <unk> 3."""
+
+    SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
+    PAD, BOS, EOS, UNK = 0, 1, 2, 3
+
+    def __init__(self, tokens):
+        if tokens[:4] != self.SPECIALS:
+            raise ValueError("vocab: the list must start with <pad>, <bos>, <eos>, <unk>")
+        self.tokens = list(tokens)
+        self.index = {t: i for i, t in enumerate(self.tokens)}
+
+    @classmethod
+    def load(cls, path):
+        with open(path, encoding="utf-8") as f:
+            return cls(json.load(f))
+
+    def __len__(self):
+        return len(self.tokens)
+
+    def encode(self, tokens):
+        """Ids of the tokens; a token not in the vocabulary becomes <unk>."""
+        return [self.index.get(t, self.UNK) for t in tokens]
+
+    def decode(self, ids):
+        """The tokens of ids up to the first <eos>, without <bos> and <pad>."""
+        out = []
+        for i in ids:
+            if i == self.EOS:
+                break
+            if i not in (self.BOS, self.PAD):
+                out.append(self.tokens[i])
+        return out
+)PY";
+}
+
+}  // namespace tapestry::cli
