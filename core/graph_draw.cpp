@@ -320,8 +320,9 @@ std::string folded_label(const DrawGraph& g, const DrawBox& b,
   }
   if (!params.empty()) {
     label += "\\nparameters:";
-    for (size_t i = 0; i < params.size() && i < 6; ++i) label += " " + dot_escape(params[i]);
-    if (params.size() > 6) label += fmt::format(" (+{})", params.size() - 6);
+    for (size_t i = 0; i < params.size() && i < 9; ++i)  // three to a line
+      label += (i % 3 == 0 ? "\\n" : ", ") + dot_escape(params[i]);
+    if (params.size() > 9) label += fmt::format(" (and {} more)", params.size() - 9);
   }
   if (auto note = g.region_notes.find(region); note != g.region_notes.end())
     label += "\\n" + dot_escape(note->second);

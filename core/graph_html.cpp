@@ -384,17 +384,26 @@ function layout(boxes, edges) {
     let i = 0;
     for (const b of blocks) for (let k = 0; k < b.count; k++, i++) cx[L[i]] = b.sum / b.count + off[i];
   };
-  for (let iter = 0; iter < 24; iter++) {
-    const down = iter % 2 === 0;
-    for (let k = 0; k < depth; k++) {
-      const L = layers[down ? k : depth - 1 - k];
-      const want = L.map(p => {
-        const nb = pts[p].up.concat(pts[p].down);
-        return nb.length ? nb.reduce((s, q) => s + cx[q], 0) / nb.length : cx[p];
-      });
-      place(L, want);
-    }
-  }
+  // Ops line up under the ops they read (a sweep down); leaves (parameters, data) then sit by their
+  // reader (a sweep up), so a chain of ops stays straight with its parameters beside it.
+  const isLeaf = p => pts[p].box >= 0 && preds[pts[p].box].length === 0;
+  const mean = nb => nb.reduce((s, q) => s + cx[q], 0) / nb.length;
+  const alignOps = () => {
+    for (let k = 0; k < depth; k++)
+      place(layers[k], layers[k].map(p => {
+        const ops = pts[p].up.filter(q => !isLeaf(q));
+        return ops.length ? mean(ops) : cx[p];
+      }));
+  };
+  const gatherLeaves = () => {
+    for (let k = depth - 1; k >= 0; k--)
+      place(layers[k], layers[k].map(p => {
+        const free = isLeaf(p) || !pts[p].up.some(q => !isLeaf(q));
+        return free && pts[p].down.length ? mean(pts[p].down) : cx[p];
+      }));
+  };
+  for (let iter = 0; iter < 6; iter++) { alignOps(); gatherLeaves(); }
+  alignOps();
   const minX = Math.min(...pts.map((p, i) => cx[i] - p.w / 2));
   const top = [];
   let y = 0;

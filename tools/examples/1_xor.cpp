@@ -33,7 +33,7 @@ int main() {
     Var loss = ops::mean(d * d);
     opt.zero_grad();
     tape.backward(loss);  // dloss/dw accumulates into every parameter's grad
-    if (step == 300) draw_graph(loss, "xor_graph.html");  // or .dot, for Graphviz
+    if (step == 300) draw_graph(loss, "xor_graph.html", {.title = "XOR, step 300"});  // or .dot
     opt.step();
     if (step % 100 == 0) std::printf("step %3d  loss %.5f\n", step, loss.value().item());
   }
