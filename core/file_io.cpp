@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -17,10 +18,17 @@ std::string system_reason() {
 }
 }  // namespace
 
-AtomicFile::AtomicFile(std::string path)
-    : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw FileError(fmt::format("cannot create '{}': {}", tmp_, system_reason()));
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  // A name of this process's own, made exclusively: never a file (or a planted link) that exists,
+  // and never one another thread of this process is writing.
+  static std::atomic<uint64_t> counter{0};
+  for (int attempt = 0;; ++attempt) {
+    tmp_ = fmt::format("{}.tmp.{}.{}", path_, ::getpid(), counter++);
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd_ >= 0) return;
+    if (errno != EEXIST || attempt >= 100)
+      throw FileError(fmt::format("cannot create '{}': {}", tmp_, system_reason()));
+  }
 }
 
 AtomicFile::~AtomicFile() {

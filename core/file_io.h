@@ -17,7 +17,8 @@ class FileError : public Error {
   using Error::Error;
 };
 
-// A file written under `path + ".tmp.<pid>"` and renamed over `path` by commit(). If commit() is
+// A file written under `path + ".tmp.<pid>.<n>"` (created exclusively) and renamed over `path` by
+// commit(). If commit() is
 // never reached (an error, an exception) the temporary file is removed and `path` keeps its old
 // contents. Throws FileError.
 class AtomicFile {

@@ -68,6 +68,14 @@ GradcheckResult run_gradcheck(const GradcheckCase& c) {
       double max_abs = 0, scale = 0;
       for (int64_t i = 0; i < t.value->numel(); ++i) {
         const double x0 = t.value->at(i);
+        // Puts the element back however the evaluations end: a checked tensor may be the
+        // caller's own parameter (nn::gradcheck_module), and the forward may throw.
+        struct Restore {
+          Tensor* t;
+          int64_t i;
+          double x0;
+          ~Restore() { t->set(i, x0); }
+        } restore{t.value, i, x0};
         auto loss_at = [&](double x) {
           t.value->set(i, x);
           return evaluate(*f, r);
@@ -77,7 +85,6 @@ GradcheckResult run_gradcheck(const GradcheckCase& c) {
         const double numeric =
             c.fourth_order ? (8 * d1 - (loss_at(x0 + 2 * h) - loss_at(x0 - 2 * h))) / (12 * h)
                            : d1 / (2 * h);
-        t.value->set(i, x0);
         const double analytic = t.grad->at(i);
         const double err = std::isfinite(analytic) && std::isfinite(numeric)
                                ? std::abs(analytic - numeric)
@@ -190,9 +197,9 @@ std::vector<Tensor> checked_inputs(std::vector<Tensor> inputs, const GradcheckOp
     for (int64_t i = 0; i < inputs[k].numel(); ++i)
       for (double kink : options.avoid)
         if (std::abs(inputs[k].at(i) - kink) < options.margin)
-          throw ValueError(fmt::format(
-              "{}: input x{} element {} is {}, within {} of {} (a point to avoid)", who, k, i,
-              inputs[k].at(i), options.margin, kink));
+          throw ValueError(
+              fmt::format("{}: input x{} element {} is {}, within {} of {} (a point to avoid)", who,
+                          k, i, inputs[k].at(i), options.margin, kink));
   }
   return inputs;
 }

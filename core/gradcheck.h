@@ -45,8 +45,8 @@ struct GradcheckCase {
   std::function<std::unique_ptr<GradcheckFixture>(Rng&)> make;
 };
 
-// One checked tensor's outcome: its largest error, and the element where the relative error is
-// largest, with both derivatives there.
+// One checked tensor's outcome: its largest error, and the element where that error is, with both
+// derivatives there.
 struct TensorCheck {
   std::string name;
   Shape shape;

@@ -46,6 +46,9 @@ DrawGraph capture_graph(const Var& y, const DrawOptions& options) {
         "its inputs tape leaves or parameters, outside any NoGrad scope)");
   const Tape& tape = *y.tape();
   const auto out = static_cast<size_t>(y.node());
+  if (out >= tape.size() || !tape.node(out).value.shares_storage(y.value()))
+    throw ValueError(
+        "draw: the value is no longer on its tape (the tape was cleared after it was recorded)");
   // The nodes y depends on: a reverse walk over the tape, which is in topological order.
   std::vector<char> needed(out + 1, 0);
   needed[out] = 1;
@@ -63,7 +66,7 @@ DrawGraph capture_graph(const Var& y, const DrawOptions& options) {
     DrawNode d;
     d.id = static_cast<int32_t>(i);
     d.op = n.op->name;
-    d.math = n.op->math;
+    d.math = n.op->math ? n.op->math : "";
     d.region = tape.region_name(n.region);
     d.name = tape.display_name(d.id);
     d.leaf = n.op->backward == nullptr;
@@ -91,7 +94,7 @@ std::vector<std::string> split_region(const std::string& region) {
   if (region.empty()) return parts;
   size_t begin = 0;
   for (size_t dot; (dot = region.find('.', begin)) != std::string::npos; begin = dot + 1)
-    parts.push_back(region.substr(0, dot));
+    if (dot > 0) parts.push_back(region.substr(0, dot));  // ".x" has no prefix ""
   parts.push_back(region);
   return parts;  // the prefixes: "a", "a.b", ...
 }
@@ -113,10 +116,15 @@ std::vector<std::string> region_keys(const std::string& region,
   return keys;
 }
 
+// A region's own nodes, apart from its subregions: the key "a.b/".
+bool own_nodes(const std::string& key) {
+  return !key.empty() && key.back() == '/';
+}
+
 // How deep a key sits: "a" 0, "a.b" 1, "a.b/" 2.
 int key_level(const std::string& key) {
   int level = static_cast<int>(std::count(key.begin(), key.end(), '.'));
-  return key.back() == '/' ? level + 1 : level;
+  return own_nodes(key) ? level + 1 : level;
 }
 
 bool under(const std::string& key, const std::string& prefix) {
@@ -128,30 +136,36 @@ DrawLayout layout_with(const DrawGraph& g, const std::set<std::string>& groups,
   DrawLayout l;
   l.expanded.assign(open.begin(), open.end());
   std::vector<int> box_of_node(g.nodes.size());
-  std::vector<int32_t> index(static_cast<size_t>(g.nodes.empty() ? 0 : g.nodes.back().id + 1), -1);
-  std::map<std::string, int> box_of_key;
+  std::map<int32_t, size_t> index;  // node id -> position in g.nodes
+  // Nodes and folded regions in separate maps, so a region named "n5" is not node 5's box.
+  std::map<std::string, int> box_of_region;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const DrawNode& n = g.nodes[i];
-    index[static_cast<size_t>(n.id)] = static_cast<int32_t>(i);
-    std::string key = fmt::format("n{}", n.id);
-    bool folded = false;
-    for (const auto& k : region_keys(n.region, groups))
+    index[n.id] = i;
+    const std::vector<std::string> keys = region_keys(n.region, groups);
+    const std::string* folded = nullptr;
+    for (const auto& k : keys)
       if (!open.count(k)) {
-        key = k;
-        folded = true;
+        folded = &k;
         break;
       }
-    auto [it, fresh] = box_of_key.emplace(key, static_cast<int>(l.boxes.size()));
-    if (fresh) l.boxes.push_back({key, folded ? -1 : n.id, {}});
-    l.boxes[static_cast<size_t>(it->second)].members.push_back(n.id);
-    box_of_node[i] = it->second;
+    int box = static_cast<int>(l.boxes.size());
+    if (!folded) {
+      l.boxes.push_back({fmt::format("n{}", n.id), n.id, {}});
+    } else if (auto [it, fresh] = box_of_region.emplace(*folded, box); fresh) {
+      l.boxes.push_back({*folded, -1, {}});
+    } else {
+      box = it->second;
+    }
+    l.boxes[static_cast<size_t>(box)].members.push_back(n.id);
+    box_of_node[i] = box;
   }
   std::set<std::pair<int, int>> seen;
   for (size_t i = 0; i < g.nodes.size(); ++i)
     for (int32_t in : g.nodes[i].inputs) {
-      if (in < 0 || static_cast<size_t>(in) >= index.size() || index[static_cast<size_t>(in)] < 0)
-        continue;
-      const int from = box_of_node[static_cast<size_t>(index[static_cast<size_t>(in)])];
+      const auto at = index.find(in);
+      if (at == index.end()) continue;
+      const int from = box_of_node[at->second];
       const int to = box_of_node[i];
       if (from != to && seen.insert({from, to}).second) l.edges.emplace_back(from, to);
     }
@@ -283,6 +297,12 @@ std::string tensor_cell(const TensorSummary& t, int64_t full_max) {
   return s;
 }
 
+// A box's DOT identifier: "n12" for a node, "r:attention.scores" for a folded region, so a region
+// named like a node is still another box.
+std::string dot_id(const DrawBox& b) {
+  return b.node >= 0 ? b.key : "r:" + dot_escape(b.key);
+}
+
 // Soft fill colours, one per top-level region.
 const char* region_colour(const std::string& region) {
   static const char* palette[] = {"#dbe9f6", "#e3f1dc", "#f6e3db", "#ebe0f4",
@@ -309,7 +329,7 @@ std::string node_label(const DrawNode& n, int64_t full_max) {
 
 std::string folded_label(const DrawGraph& g, const DrawBox& b,
                          const std::map<int32_t, const DrawNode*>& by_id) {
-  const bool own = b.key.back() == '/';
+  const bool own = own_nodes(b.key);
   const std::string region = own ? b.key.substr(0, b.key.size() - 1) : b.key;
   std::string label = fmt::format("{}{}\\n{} node{}", dot_escape(region), own ? " (own nodes)" : "",
                                   b.members.size(), b.members.size() == 1 ? "" : "s");
@@ -353,12 +373,12 @@ std::string graph_dot(const DrawGraph& g, const DrawOptions& options) {
                          node_label(n, options.full_max), fill,
                          n.id == g.output ? ", penwidth=2" : "");
     } else {
-      const bool own = b.key.back() == '/';
+      const bool own = own_nodes(b.key);
       const std::string region = own ? b.key.substr(0, b.key.size() - 1) : b.key;
       const size_t dot = region.rfind('.');
-      container = own ? region : dot == std::string::npos ? "" : region.substr(0, dot);
+      container = own ? region : dot == std::string::npos || dot == 0 ? "" : region.substr(0, dot);
       line = fmt::format("  \"{}\" [shape=box3d, style=filled, fillcolor=\"{}\", label=\"{}\"];\n",
-                         dot_escape(b.key), region_colour(region), folded_label(g, b, by_id));
+                         dot_id(b), region_colour(region), folded_label(g, b, by_id));
     }
     lines[container].push_back(line);
   }
@@ -402,7 +422,7 @@ std::string graph_dot(const DrawGraph& g, const DrawOptions& options) {
     }
     // An edge into an earlier box is a recurrence (a later step reading an earlier one).
     if (to < from) attrs = " [style=dashed, color=\"#c0772f\", constraint=false]";
-    out += fmt::format("  \"{}\" -> \"{}\"{};\n", dot_escape(a.key), dot_escape(b.key), attrs);
+    out += fmt::format("  \"{}\" -> \"{}\"{};\n", dot_id(a), dot_id(b), attrs);
   }
   out += "}\n";
   return out;

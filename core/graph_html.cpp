@@ -170,16 +170,20 @@ constexpr const char* kScript = R"JS(
 const G = JSON.parse(document.getElementById("graph-data").textContent);
 const num = v => Number(v);
 const byId = new Map(G.nodes.map(n => [n.id, n]));
-const groups = new Set();
-for (const n of G.nodes) {
-  const p = n.region ? n.region.split(".") : [];
-  for (let k = 1; k < p.length; k++) groups.add(p.slice(0, k).join("."));
+// A region's prefixes, "a", "a.b", ..., itself last (none empty: ".x" has only ".x").
+function prefixes(region) {
+  const p = region ? region.split(".") : [], out = [];
+  for (let k = 1; k <= p.length; k++) {
+    const key = p.slice(0, k).join(".");
+    if (key) out.push(key);
+  }
+  return out;
 }
+const groups = new Set();  // regions that have subregions
+for (const n of G.nodes) prefixes(n.region).slice(0, -1).forEach(k => groups.add(k));
 function keysOf(region) {
-  if (!region) return [];
-  const p = region.split("."), keys = [];
-  for (let k = 1; k <= p.length; k++) keys.push(p.slice(0, k).join("."));
-  if (groups.has(region)) keys.push(region + "/");
+  const keys = prefixes(region);
+  if (region && groups.has(region)) keys.push(region + "/");
   return keys;
 }
 const allKeys = new Set();
@@ -249,12 +253,14 @@ function tooltip(n) {
 
 // ---- folding: which box each node is drawn in
 function buildBoxes() {
+  // Node boxes and region boxes apart ("n:", "r:"), so a region named "n5" is not node 5's box.
   const boxes = [], byKey = new Map(), boxOf = new Map();
   for (const n of G.nodes) {
     let key = "n" + n.id, folded = false;
     for (const k of keysOf(n.region)) if (!open.has(k)) { key = k; folded = true; break; }
-    if (!byKey.has(key)) { byKey.set(key, boxes.length); boxes.push({key, node: folded ? null : n, members: []}); }
-    const b = byKey.get(key);
+    const id = (folded ? "r:" : "n:") + key;
+    if (!byKey.has(id)) { byKey.set(id, boxes.length); boxes.push({key, node: folded ? null : n, members: []}); }
+    const b = byKey.get(id);
     boxes[b].members.push(n);
     boxOf.set(n.id, b);
   }
@@ -280,7 +286,8 @@ function boxHtml(b) {
     let s = "<div class=\"title\">" + esc(region) + (own ? " (own nodes)" : "") + "</div>" +
             "<div class=\"more\">" + b.members.length + (b.members.length === 1 ? " node: " : " nodes: ") + esc(top.join(", ")) + "</div>";
     if (params.length) s += "<div class=\"more\">parameters: " + esc(params.join(", ")) + "</div>";
-    if (G.notes[region]) s += "<div class=\"more\">" + esc(G.notes[region]) + "</div>";
+    if (Object.prototype.hasOwnProperty.call(G.notes, region))
+      s += "<div class=\"more\">" + esc(G.notes[region]) + "</div>";
     return s + "<div class=\"more\"><i>click to open</i></div>";
   }
   const n = b.node;
@@ -307,7 +314,7 @@ function layout(boxes, edges) {
   for (let v = 0; v < n; v++) for (const u of preds[v]) layer[v] = Math.max(layer[v], layer[u] + 1);
   for (let v = n - 1; v >= 0; v--)
     if (!preds[v].length && succs[v].length)
-      layer[v] = Math.max(0, Math.min(...succs[v].map(w => layer[w])) - 1);
+      layer[v] = Math.max(0, succs[v].reduce((m, w) => Math.min(m, layer[w]), Infinity) - 1);
   // Points of the layered graph: the boxes, and one dummy per layer an edge passes through.
   const pts = boxes.map((b, i) => ({box: i, layer: layer[i], w: b.w, h: b.h, up: [], down: [], pos: i}));
   const routes = [];
@@ -324,7 +331,7 @@ function layout(boxes, edges) {
     route.push(e.v);
     routes.push({edge: e, route});
   }
-  const depth = Math.max(0, ...pts.map(p => p.layer)) + 1;
+  const depth = pts.reduce((m, p) => Math.max(m, p.layer), 0) + 1;
   const layers = Array.from({length: depth}, () => []);
   for (let i = 0; i < pts.length; i++) layers[pts[i].layer].push(i);
   const rank = new Array(pts.length);
@@ -343,7 +350,10 @@ function layout(boxes, edges) {
     }
     return c;
   };
-  let best = crossings(), bestOrder = layers.map(L => L.slice());
+  // Counting crossings costs the square of a layer's edges: past a few thousand points the sweeps
+  // run without it, keeping the last order.
+  const counted = pts.length <= 3000;
+  let best = counted ? crossings() : 1, bestOrder = layers.map(L => L.slice());
   for (let sweep = 0; sweep < 12 && best > 0; sweep++) {
     const down = sweep % 2 === 0;
     for (let k = 1; k < depth; k++) {
@@ -356,6 +366,7 @@ function layout(boxes, edges) {
       layers[l].sort((a, b) => key.get(a) - key.get(b));
       layers[l].forEach((p, r) => { rank[p] = r; });
     }
+    if (!counted) { bestOrder = layers.map(L => L.slice()); continue; }
     const c = crossings();
     if (c < best) { best = c; bestOrder = layers.map(L => L.slice()); }
   }
@@ -404,15 +415,16 @@ function layout(boxes, edges) {
   };
   for (let iter = 0; iter < 6; iter++) { alignOps(); gatherLeaves(); }
   alignOps();
-  const minX = Math.min(...pts.map((p, i) => cx[i] - p.w / 2));
+  const minX = pts.reduce((m, p, i) => Math.min(m, cx[i] - p.w / 2), Infinity);
   const top = [];
   let y = 0;
   for (const L of layers) {
     top.push(y);
-    y += Math.max(0, ...L.map(p => pts[p].h)) + GAP_Y;
+    y += L.reduce((m, p) => Math.max(m, pts[p].h), 0) + GAP_Y;
   }
   const at = i => ({x: cx[i] - minX, y: top[pts[i].layer]});
-  return {pts, routes, at, height: y, width: Math.max(...pts.map((p, i) => cx[i] - minX + p.w / 2))};
+  const width = pts.reduce((m, p, i) => Math.max(m, cx[i] - minX + p.w / 2), 0);
+  return {pts, routes, at, height: y, width};
 }
 
 // ---- drawing
@@ -429,6 +441,10 @@ function path(d, cls) {
 }
 function render() {
   const {boxes, edges} = buildBoxes();
+  if (!boxes.length) {
+    document.getElementById("canvas").textContent = "(an empty graph)";
+    return;
+  }
   const canvas = document.getElementById("canvas");
   canvas.innerHTML = "";
   const svg = document.createElementNS(SVG, "svg");

@@ -129,8 +129,11 @@ class Tape {
   // ---- anomaly mode (off by default; costs one test per op when off). When on, every op's forward
   // value and every gradient its backward computes are checked as they are made: the first NaN or
   // infinity throws AnomalyError naming the op, its node, region and label, and every input's
-  // shape and range (min, max and the count of NaN and infinite values), as PyTorch's
-  // detect_anomaly does. Nothing is recorded for an op whose value fails the check.
+  // shape and range (min, max and the count of NaN and infinite values). PyTorch's
+  // detect_anomaly checks backward outputs for NaN; this checks forward values too, and
+  // infinities. Nothing is recorded for an op whose value fails the check. A gradient buffer is
+  // checked whole after each op that adds to it, so a NaN already in a parameter's gradient
+  // (never zeroed) is blamed on the first op that adds to it.
   void set_detect_anomaly(bool on) { detect_anomaly_ = on; }
   bool detect_anomaly() const { return detect_anomaly_; }
 

@@ -5,6 +5,7 @@
 
 // core: tensors, the tape, errors, random numbers, the gradient checker, the graph drawer.
 #include "tapestry/core/errors.h"
+#include "tapestry/core/file_io.h"
 #include "tapestry/core/gradcheck.h"
 #include "tapestry/core/graph_draw.h"
 #include "tapestry/core/random.h"

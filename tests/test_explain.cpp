@@ -225,7 +225,7 @@ TEST_CASE("explain: DOT output folds what --groups leaves out, and renders with 
   TempDir dir;
   const std::string dot = dir.file("tape.dot"), svg = dir.file("tape.svg");
   json j = explain_json(dir, "--attention concat --decoder luong");
-  // Node statements ("n12 [label=...") and folded regions ("\"encoder\" [shape=box3d ...").
+  // Node statements ("n12 [label=...") and folded regions ("\"r:encoder\" [shape=box3d ...").
   auto statements = [](const std::string& text) {
     std::set<int> nodes;
     std::set<std::string> folded;
@@ -246,7 +246,7 @@ TEST_CASE("explain: DOT output folds what --groups leaves out, and renders with 
   INFO(slurp(dot));
   CHECK(j["nodes"].size() > 40);
   CHECK(nodes.size() + folded.size() <= 40);  // the drawer's bound
-  CHECK(folded.count("encoder") == 1);
+  CHECK(folded.count("r:encoder") == 1);
 
   // --groups opens those regions node by node, and leaves the encoder folded.
   const std::string opened = dir.file("opened.dot");
@@ -261,7 +261,7 @@ TEST_CASE("explain: DOT output folds what --groups leaves out, and renders with 
       CHECK(open_nodes.count(n["index"].get<int>()) == 1);
     }
   CHECK(attention >= 8);
-  CHECK(open_folded.count("encoder") == 1);
+  CHECK(open_folded.count("r:encoder") == 1);
   CHECK(slurp(opened).find("subgraph cluster_") != std::string::npos);
 
   if (run_shell("command -v dot").status != 0) {

@@ -350,3 +350,37 @@ TEST_CASE("draw_graph writes by extension and names what it refuses", "[graph]")
   for (const auto& e : fs::directory_iterator(dir.path)) files += e.is_regular_file();
   CHECK(files == 1);
 }
+
+TEST_CASE("regions named like nodes or starting with a dot are boxes of their own", "[graph]") {
+  Tape tape;
+  Var x = tape.leaf(Tensor::from({1, 2}, {2}, DType::f64));  // node 0
+  Var y;
+  {
+    Region a(tape, "n2");  // named like node 2's box
+    y = ops::exp(x);       // node 1
+  }
+  Var z = ops::tanh(y);  // node 2, in no region
+  {
+    Region b(tape, ".x");
+    z = ops::sum(z * 2.0);
+  }
+  DrawGraph g = capture_graph(z);
+  DrawLayout l = fold_graph(g, {.max_boxes = 2, .fold = {"n2", ".x"}});
+  std::set<std::string> keys;
+  for (const auto& b : l.boxes) keys.insert((b.node >= 0 ? "node " : "region ") + b.key);
+  CHECK(keys == std::set<std::string>{"node n0", "region n2", "node n2", "region .x"});
+  const std::string dot = graph_dot(g, {.max_boxes = 2, .fold = {"n2", ".x"}});
+  CHECK_THAT(dot, Contains("\"r:n2\" [shape=box3d") && Contains("n2 [label=<") &&
+                      Contains("\"r:.x\" [shape=box3d"));
+}
+
+TEST_CASE("a value whose tape was cleared is refused, not read", "[graph]") {
+  Tape tape;
+  Var x = tape.leaf(Tensor::from({1, 2}, {2}, DType::f64));
+  Var y = ops::sum(ops::exp(x));
+  tape.clear();
+  REQUIRE_THROWS_WITH(capture_graph(y), Contains("no longer on its tape"));
+  Var x2 = tape.leaf(Tensor::from({3}, {1}, DType::f64));  // a new recording reuses node 0
+  (void)x2;
+  REQUIRE_THROWS_AS(capture_graph(x), ValueError);
+}

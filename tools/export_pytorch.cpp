@@ -42,9 +42,10 @@ fs::path check_target(const std::string& out) {
   const fs::file_status st = fs::symlink_status(target, ec);
   if (fs::exists(st)) {
     if (!fs::is_directory(st))
-      throw Error(fmt::format("'{}' exists and is not a directory: give a new directory", out));
+      throw ValueError(
+          fmt::format("'{}' exists and is not a directory: give a new directory", out));
     if (!fs::is_empty(target, ec) || ec)
-      throw Error(fmt::format(
+      throw ValueError(fmt::format(
           "'{}' exists and is not empty: give a new or empty directory (nothing is overwritten)",
           out));
   }
@@ -56,14 +57,14 @@ fs::path make_temporary_beside(const fs::path& target) {
   const fs::path parent = target.parent_path();
   std::error_code ec;
   fs::create_directories(parent, ec);
-  if (ec) throw Error(fmt::format("cannot create '{}': {}", parent.string(), ec.message()));
+  if (ec) throw FileError(fmt::format("cannot create '{}': {}", parent.string(), ec.message()));
   for (int attempt = 0;; ++attempt) {
     const fs::path tmp =
         parent / fmt::format(".{}.tmp-{}-{}", target.filename().string(), ::getpid(), attempt);
     if (fs::create_directory(tmp, ec)) return tmp;
     if (ec || attempt >= 100)
-      throw Error(fmt::format("cannot create a temporary directory in '{}': {}", parent.string(),
-                              ec ? ec.message() : "too many attempts"));
+      throw FileError(fmt::format("cannot create a temporary directory in '{}': {}",
+                                  parent.string(), ec ? ec.message() : "too many attempts"));
   }
 }
 
@@ -114,10 +115,10 @@ ExportResult export_pytorch(const std::string& model_path, const std::string& ou
   std::error_code ec;
   fs::rename(tmp.path(), target, ec);
   if (ec)
-    throw Error(fmt::format("cannot move the package into '{}': {}", out,
-                            ec == std::errc::directory_not_empty
-                                ? "it is no longer empty (nothing is overwritten)"
-                                : ec.message()));
+    throw FileError(fmt::format("cannot move the package into '{}': {}", out,
+                                ec == std::errc::directory_not_empty
+                                    ? "it is no longer empty (nothing is overwritten)"
+                                    : ec.message()));
   tmp.dismiss();
   result.dir = out;
   while (result.dir.size() > 1 && result.dir.back() == '/') result.dir.pop_back();

@@ -28,8 +28,9 @@ struct ExportResult {
 // Writes the package of the model in the checkpoint `model_path` into the directory `out`, which
 // must not exist or be empty (never overwritten otherwise). The files go into a temporary
 // directory beside `out` that is renamed to `out` at the end, so `out` is complete or absent.
-// Throws Error naming the path and the reason; nn::CheckpointError for a checkpoint that does not
-// load.
+// Throws ValueError for an `out` that exists and is not an empty directory, FileError naming the
+// path and the reason when a file cannot be written, nn::CheckpointError for a checkpoint that
+// does not load.
 ExportResult export_pytorch(const std::string& model_path, const std::string& out);
 
 }  // namespace tapestry::cli

@@ -18,9 +18,14 @@ missing_of() {
   done
 }
 
-install() {
+updated=0
+apt_install() {
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@"
+  if [[ $updated -eq 0 ]]; then
+    apt-get update -qq || return 1
+    updated=1
+  fi
+  apt-get install -y -qq --no-install-recommends "$@"
 }
 
 mapfile -t missing < <(missing_of "${packages[@]}")
@@ -33,7 +38,7 @@ else
     echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}"
     exit 1
   fi
-  install "${missing[@]}"
+  apt_install "${missing[@]}"
   echo "setup: installed ${missing[*]}"
 fi
 
@@ -43,8 +48,12 @@ if [[ ${#missing[@]} -eq 0 ]]; then
   echo "setup: all test tools present (${test_tools[*]})"
 elif [[ $(id -u) -ne 0 ]]; then
   echo "setup: test tools missing (${missing[*]}): their tests will skip; as root, apt-get install them"
-elif install "${missing[@]}" >/dev/null; then
-  echo "setup: installed test tools ${missing[*]}"
 else
-  echo "setup: could not install test tools ${missing[*]}: their tests will skip"
+  for p in "${missing[@]}"; do  # one at a time: one that is not available leaves the others in
+    if apt_install "$p" >/dev/null; then
+      echo "setup: installed test tool $p"
+    else
+      echo "setup: could not install test tool $p: its tests will skip"
+    fi
+  done
 fi

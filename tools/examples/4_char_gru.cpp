@@ -3,8 +3,10 @@
 //   usage: example_4_char_gru FILE [STEPS]
 #include <tapestry/tapestry.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -46,11 +48,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int steps = argc > 2 ? std::atoi(argv[2]) : 400;
+  if (steps < 1) {
+    std::fprintf(stderr, "STEPS must be a positive number, got '%s'\n", argv[2]);
+    return 2;
+  }
+  const int last = std::min(steps, 50);  // the steps whose mean loss is reported
   Rng rng(1);
   CharModel model(rng);
   nn::Adam opt(model.parameters(), 3e-3);
   Tape tape;
-  double recent = 0;  // the mean loss of the last 50 steps, in nats per byte
+  double recent = 0;  // the mean loss of the last steps, in nats per byte
   for (int step = 1; step <= steps; ++step) {
     // A batch of random windows; the targets are the inputs moved on by one byte.
     std::vector<int32_t> x, y;
@@ -68,7 +75,7 @@ int main(int argc, char** argv) {
     tape.backward(loss);
     nn::clip_grad_norm(opt.params(), 1.0);
     opt.step();
-    if (step > steps - 50) recent += loss.value().item() / 50;
+    if (step > steps - last) recent += loss.value().item() / last;
     if (step % 100 == 0) std::printf("step %4d  loss %.3f nats/byte\n", step, loss.value().item());
   }
   // What the byte frequencies alone would give (the entropy of the text's unigram distribution).
@@ -76,8 +83,8 @@ int main(int argc, char** argv) {
   for (char ch : text) counts[static_cast<unsigned char>(ch)] += 1;
   for (double c : counts)
     if (c > 0) unigram -= c / text.size() * std::log(c / text.size());
-  std::printf("mean loss of the last 50 steps: %.3f nats/byte (byte frequencies alone: %.3f)\n",
-              recent, unigram);
+  std::printf("mean loss of the last %d steps: %.3f nats/byte (byte frequencies alone: %.3f)\n",
+              last, recent, unigram);
 
   // Sampling: feed each byte back in, carrying the GRU's state; temperature 0.8.
   NoGrad inference(tape);

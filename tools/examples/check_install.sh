@@ -2,9 +2,11 @@
 # CTest: installs the build tree to a temporary prefix and uses it as a user would: every installed
 # header compiles on its own with -Wall -Wextra -Werror; example 5 (find_package) builds example 1
 # with -Werror and runs it; so does a plain g++ line from pkg-config; a version the package does
-# not provide is refused.   usage: check_install.sh BUILD_DIR WORK_DIR [SANITIZE_FLAGS]
+# not provide is refused.
+#   usage: check_install.sh BUILD_DIR WORK_DIR CXX LIBDIR [SANITIZE_FLAGS]
+# CXX is the build's compiler, LIBDIR its CMAKE_INSTALL_LIBDIR (lib, lib64, lib/<triplet>).
 set -euo pipefail
-build=$1 work=$2 sanitize=${3:-}
+build=$1 work=$2 cxx=$3 libdir=$4 sanitize=${5:-}
 here=$(cd "$(dirname "$0")" && pwd)
 prefix=$work/prefix
 rm -rf "$work" && mkdir -p "$work"
@@ -14,7 +16,7 @@ step "cmake --install $build --prefix $prefix"
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 [[ -f $prefix/include/tapestry/tapestry.h ]] || { echo "no tapestry/tapestry.h installed"; exit 1; }
 
-export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 cflags=$(pkg-config --cflags tapestry)
 libs=$(pkg-config --libs tapestry)
 version=$(pkg-config --modversion tapestry)
@@ -25,19 +27,19 @@ headers=$(cd "$prefix/include" && find tapestry -name '*.h' | sort)
 count=$(wc -w <<<"$headers")
 # shellcheck disable=SC2086
 printf '%s\n' $headers | xargs -P "$(nproc)" -I{} sh -c \
-  "printf '#include <{}>\n' | g++ -std=c++20 -Wall -Wextra -Werror -fsyntax-only $cflags -x c++ - \
+  "printf '#include <{}>\n' | '$cxx' -std=c++20 -Wall -Wextra -Werror -fsyntax-only $cflags -x c++ - \
    || { echo 'header {} does not compile alone'; exit 255; }"
 echo "$count headers"
 
 step "example 5: find_package(Tapestry) builds example 1 with -Werror"
-cmake -S "$here/5_consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" \
+cmake -S "$here/5_consumer" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror $sanitize" >"$work/consumer.log"
 cmake --build "$work/consumer" >>"$work/consumer.log" || { cat "$work/consumer.log"; exit 1; }
 "$work/consumer/xor"
 
-step "g++ with pkg-config's flags builds example 1 with -Werror"
+step "a compiler line with pkg-config's flags builds example 1 with -Werror"
 # shellcheck disable=SC2086
-g++ -std=c++20 -Wall -Wextra -Werror $sanitize "$here/1_xor.cpp" -o "$work/xor_pc" $cflags $libs
+"$cxx" -std=c++20 -Wall -Wextra -Werror $sanitize "$here/1_xor.cpp" -o "$work/xor_pc" $cflags $libs
 "$work/xor_pc" | tail -n 1
 
 step "find_package(Tapestry 99) is refused by the version file"
