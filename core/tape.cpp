@@ -85,6 +85,8 @@ int32_t Tape::record(const OpDef& op, Tensor value, std::initializer_list<const 
     check_forward(op, value, std::span<const Var* const>(inputs.begin(), inputs.size()));
   int32_t id = append(op, std::move(value));
   for (const Var* v : inputs) add_input(*v);
+  if (record_hook_) [[unlikely]]
+    record_hook_(id, nodes_[id].value);
   return id;
 }
 
@@ -98,6 +100,8 @@ int32_t Tape::record(const OpDef& op, Tensor value, std::span<const Var> inputs)
   }
   int32_t id = append(op, std::move(value));
   for (const Var& v : inputs) add_input(v);
+  if (record_hook_) [[unlikely]]
+    record_hook_(id, nodes_[id].value);
   return id;
 }
 

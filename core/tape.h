@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -137,6 +138,13 @@ class Tape {
   void set_detect_anomaly(bool on) { detect_anomaly_ = on; }
   bool detect_anomaly() const { return detect_anomaly_; }
 
+  // ---- a hook on recorded values, for finite differences of inner nodes (tapestry explain): it
+  // is called with each node's index and value as an op records it, before the op returns the
+  // value, and may replace the value (with a perturbed copy, say), which is what later ops read.
+  // Empty by default (one untaken branch per op).
+  using RecordHook = std::function<void(int32_t node, Tensor& value)>;
+  void set_record_hook(RecordHook hook) { record_hook_ = std::move(hook); }
+
   // ---- packed weights (core/packed.h) for the products of this recording, or null. The owner
   // promises the weights stay unchanged while they are set; clear() leaves them set.
   void set_weight_packs(WeightPacks* packs) { weight_packs_ = packs; }
@@ -217,6 +225,7 @@ class Tape {
   uint64_t epoch_ = 0;
   bool keep_grads_ = false;
   bool detect_anomaly_ = false;
+  RecordHook record_hook_;
   bool backward_spent_ = false;  // a backward ran without retain_graph since the last clear()
   WeightPacks* weight_packs_ = nullptr;
 };

@@ -84,97 +84,125 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
 
 }  // namespace
 
-TEST_CASE("explain: the finite-difference check passes for every variant, decoder and cell",
+// Every step's checks: every element of every attention parameter, of the encoder states (of the
+// summary for `none`, whose context it is) and of the step's scores, weights and context; each
+// verdict recomputed from the numbers printed beside it; every link of the chain recomputed by
+// hand equal to the tape.
+void check_step(const json& j, const std::string& attention) {
+  INFO("step " << j["step"].get<int>());
+  std::map<std::string, int64_t> expected;
+  for (auto& [name, p] : j["parameters"].items())
+    if (p["attention"].get<bool>()) expected[name] = static_cast<int64_t>(p["value"].size());
+  const bool none = attention == "none";
+  CHECK(expected.empty() == (none || attention == "dot" || attention == "scaled-dot"));
+  auto size_of = [&](const char* focus) {
+    return static_cast<int64_t>(j["nodes"][j["focus"][focus].get<int32_t>()]["value"].size());
+  };
+  expected[none ? "encoder summary" : "h (encoder states)"] = size_of(none ? "summary" : "keys");
+  if (!none) {
+    expected["e (scores)"] = size_of("scores");
+    expected["a (weights)"] = size_of("weights");
+    expected["c (context)"] = size_of("context");
+  }
+  std::map<std::string, int64_t> checked;
+  std::map<std::string, double> scale;  // the tensor's largest |gradient|
+  for (const auto& c : j["check"]) {
+    const std::string t = c["parameter"];
+    ++checked[t];
+    scale[t] = std::max(
+        {scale[t], std::abs(c["analytic"].get<double>()), std::abs(c["numeric"].get<double>())});
+  }
+  CHECK(checked == expected);
+  for (const auto& c : j["check"]) {
+    const double a = c["analytic"], n = c["numeric"];
+    const double s = scale[c["parameter"].get<std::string>()];
+    const double rel = s > 0 ? std::abs(a - n) / s : std::abs(a - n);
+    CHECK(std::abs(rel - c["rel_error"].get<double>()) <= 1e-12 * rel);
+    CHECK(rel < 1e-6);
+    CHECK(c["pass"].get<bool>());
+  }
+  for (const auto& link : j["chain"]) {
+    auto tape = link["tape"].get<std::vector<double>>();
+    auto hand = link["by_hand"].get<std::vector<double>>();
+    if (tape.empty() || hand.empty()) continue;
+    INFO(link["formula"].get<std::string>());
+    CHECK(max_abs_diff(tape, hand) < 1e-12);
+  }
+  CHECK_FALSE(j["story"].empty());
+}
+
+TEST_CASE("explain --step all: every step's check passes for every variant, decoder and cell",
           "[explain]") {
   TempDir dir;
   for (const char* attention : kVariants)
     for (const char* decoder : {"bahdanau", "luong"})
       for (const char* cell : {"gru", "lstm"}) {
-        const std::string args =
-            fmt::format("--attention {} --decoder {} --cell {}", attention, decoder, cell);
+        const std::string args = fmt::format("--attention {} --decoder {} --cell {} --step all",
+                                             attention, decoder, cell);
         INFO(args);
-        json j = explain_json(dir, args);
-        // What must be checked: every element of every attention parameter, and of the encoder
-        // states (of the summary for `none`, whose context it is).
-        std::map<std::string, int64_t> expected;
-        for (auto& [name, p] : j["parameters"].items())
-          if (p["attention"].get<bool>()) expected[name] = static_cast<int64_t>(p["value"].size());
-        const std::string a = attention;
-        const bool none = a == "none";
-        CHECK(expected.empty() == (none || a == "dot" || a == "scaled-dot"));  // no parameters
-        const int32_t h = j["focus"][none ? "summary" : "keys"].get<int32_t>();
-        expected[none ? "encoder summary" : "h (encoder states)"] =
-            static_cast<int64_t>(j["nodes"][h]["value"].size());
-        std::map<std::string, int64_t> checked;
-        std::map<std::string, double> scale;  // the tensor's largest |gradient|
-        for (const auto& c : j["check"]) {
-          const std::string t = c["parameter"];
-          ++checked[t];
-          scale[t] = std::max({scale[t], std::abs(c["analytic"].get<double>()),
-                               std::abs(c["numeric"].get<double>())});
+        json all = explain_json(dir, args);
+        // "the black cat" -> "le chat noir": steps 0..3, the last writing <eos>.
+        REQUIRE(all["steps"].size() == 4);
+        for (size_t t = 0; t < all["steps"].size(); ++t) {
+          const json& j = all["steps"][t];
+          CHECK(j["step"].get<size_t>() == t);
+          CHECK(j["target"].get<std::string>() == (t < 3 ? j["target_sentence"][t] : "<eos>"));
+          check_step(j, attention);
         }
-        CHECK(checked == expected);
-        for (const auto& c : j["check"]) {
-          // The verdict follows from the two numbers printed beside it.
-          const double a = c["analytic"], n = c["numeric"];
-          const double s = scale[c["parameter"].get<std::string>()];
-          const double rel = s > 0 ? std::abs(a - n) / s : std::abs(a - n);
-          CHECK(std::abs(rel - c["rel_error"].get<double>()) <= 1e-12 * rel);
-          CHECK(rel < 1e-6);
-          CHECK(c["pass"].get<bool>());
-        }
-        // Every link of the chain that was recomputed by hand agrees with the tape.
-        for (const auto& link : j["chain"]) {
-          auto tape = link["tape"].get<std::vector<double>>();
-          auto hand = link["by_hand"].get<std::vector<double>>();
-          if (tape.empty() || hand.empty()) continue;
-          INFO(link["formula"].get<std::string>());
-          CHECK(max_abs_diff(tape, hand) < 1e-12);
-        }
+        // The per-step gradients into h_j add up to one backward pass of the sentence's loss.
+        CHECK(all["across"]["sum_difference"].get<double>() < 1e-12);
       }
 }
 
-TEST_CASE("explain: JSON gradients equal those of an ordinary training backward pass",
+TEST_CASE("explain: JSON gradients at every step equal an ordinary training backward pass",
           "[explain]") {
-  // The reference is Seq2Seq::loss on a one-token target batch: the training path (it stacks the
-  // step's features and runs the output layer on (B,T,F)), with none of explain's machinery
-  // (kept gradients, labels, the re-run of each backward to measure what it passes on).
+  // The reference is Seq2Seq::loss on the whole teacher-forced sentence with every target but
+  // step t's masked (<pad>), so the loss is L_t: the training path (the step's features stacked
+  // and the output layer run on (B,T,F)), with none of explain's machinery (kept gradients,
+  // labels, the re-run of each backward to measure what it passes on).
   TempDir dir;
   for (const char* attention : kVariants)
     for (const char* decoder : {"bahdanau", "luong"}) {
       const std::string args =
-          fmt::format("--attention {} --decoder {} --cell {}", attention, decoder,
+          fmt::format("--attention {} --decoder {} --cell {} --step all", attention, decoder,
                       std::string(attention) == "dot" ? "lstm" : "gru");
       INFO(args);
-      json j = explain_json(dir, args);
-      models::Seq2SeqConfig config = models::Seq2SeqConfig::from_json(j["config"].dump());
-      models::Seq2Seq model(config, DType::f64);
-      models::Vocab src = models::Vocab::from_json(j["src_vocab"].dump());
-      models::Batch batch;
-      batch.size = 1;
-      for (const auto& w : j["source"]) batch.src.push_back(src.id(w.get<std::string>()));
-      batch.src_len = static_cast<int64_t>(batch.src.size());
-      batch.src_lengths = {batch.src_len};
-      batch.tgt_len = 1;
-      batch.tgt_in = {models::Vocab::kBos};
-      batch.tgt_out = {j["target_id"].get<int32_t>()};
-      batch.tgt_lengths = {1};
-      Tape tape;
-      Var loss = model.loss(tape, batch);
-      tape.backward(loss);
-      CHECK(std::abs(loss.value().item() - j["loss"].get<double>()) < 1e-12);
-      auto named = model.named_parameters();
-      REQUIRE(named.size() == j["parameters"].size());
-      for (const auto& [name, p] : named) {
-        INFO(name);
-        const json& jp = j["parameters"].at(name);
-        CHECK(max_abs_diff(p->value.to_vector(), jp["value"].get<std::vector<double>>()) == 0);
-        CHECK(max_abs_diff(p->grad.to_vector(), jp["grad"].get<std::vector<double>>()) < 1e-12);
-        // The parameter's leaf on the tape shows the same gradient.
-        const int32_t node = jp["node"].get<int32_t>();
-        if (node >= 0)
-          CHECK(max_abs_diff(p->grad.to_vector(),
-                             j["nodes"][node]["grad"].get<std::vector<double>>()) < 1e-12);
+      json all = explain_json(dir, args);
+      for (const json& j : all["steps"]) {
+        const auto t = j["step"].get<int64_t>();
+        INFO("step " << t);
+        models::Seq2SeqConfig config = models::Seq2SeqConfig::from_json(j["config"].dump());
+        models::Seq2Seq model(config, DType::f64);
+        models::Vocab src = models::Vocab::from_json(j["src_vocab"].dump());
+        models::Vocab tgt = models::Vocab::from_json(j["tgt_vocab"].dump());
+        models::Batch batch;
+        batch.size = 1;
+        for (const auto& w : j["source"]) batch.src.push_back(src.id(w.get<std::string>()));
+        batch.src_len = static_cast<int64_t>(batch.src.size());
+        batch.src_lengths = {batch.src_len};
+        const auto sentence = j["target_sentence"].get<std::vector<std::string>>();
+        batch.tgt_len = static_cast<int64_t>(sentence.size()) + 1;
+        batch.tgt_in = {models::Vocab::kBos};
+        for (const auto& w : sentence) batch.tgt_in.push_back(tgt.id(w));
+        batch.tgt_out.assign(static_cast<size_t>(batch.tgt_len), models::Vocab::kPad);
+        batch.tgt_out[static_cast<size_t>(t)] = j["target_id"].get<int32_t>();
+        batch.tgt_lengths = {batch.tgt_len};
+        Tape tape;
+        Var loss = model.loss(tape, batch);
+        tape.backward(loss);
+        CHECK(std::abs(loss.value().item() - j["loss"].get<double>()) < 1e-12);
+        auto named = model.named_parameters();
+        REQUIRE(named.size() == j["parameters"].size());
+        for (const auto& [name, p] : named) {
+          INFO(name);
+          const json& jp = j["parameters"].at(name);
+          CHECK(max_abs_diff(p->value.to_vector(), jp["value"].get<std::vector<double>>()) == 0);
+          CHECK(max_abs_diff(p->grad.to_vector(), jp["grad"].get<std::vector<double>>()) < 1e-12);
+          const int32_t node = jp["node"].get<int32_t>();
+          if (node >= 0)
+            CHECK(max_abs_diff(p->grad.to_vector(),
+                               j["nodes"][node]["grad"].get<std::vector<double>>()) < 1e-12);
+        }
       }
     }
 }
@@ -364,11 +392,12 @@ TEST_CASE("explain: a saved float32 model is explained in float64", "[explain]")
 
   json j =
       explain_json(dir, fmt::format("--model '{}' --source 'the grey cat'", dir.path.string()));
-  // An unknown word becomes <unk>; with no --target the loss scores the model's own prediction.
+  // An unknown word becomes <unk>; with no --target the loss scores the model's own prediction
+  // (a word it may write: never <pad> or <bos>, ids 0 and 1).
   CHECK(j["source"] == json({"the", "<unk>", "cat"}));
   const auto z =
       j["nodes"][j["focus"]["logits"].get<int32_t>()]["value"].get<std::vector<double>>();
-  const auto best = std::max_element(z.begin(), z.end()) - z.begin();
+  const auto best = std::max_element(z.begin() + 2, z.end()) - z.begin();
   CHECK(j["target"] == j["tgt_vocab"][best]);
   // The first 8 elements of each checked tensor, all passing; the values are the float32 ones.
   std::map<std::string, int> per_tensor;
@@ -376,8 +405,15 @@ TEST_CASE("explain: a saved float32 model is explained in float64", "[explain]")
     ++per_tensor[ch["parameter"].get<std::string>()];
     CHECK(ch["pass"].get<bool>());
   }
-  CHECK(per_tensor ==
-        std::map<std::string, int>{{"decoder.attention.W", 8}, {"h (encoder states)", 8}});
+  auto first8 = [&](const char* focus) {
+    const int32_t n = j["focus"][focus].get<int32_t>();
+    return std::min(8, static_cast<int>(j["nodes"][n]["value"].size()));
+  };
+  CHECK(per_tensor == std::map<std::string, int>{{"decoder.attention.W", 8},
+                                                 {"h (encoder states)", 8},
+                                                 {"e (scores)", first8("scores")},
+                                                 {"a (weights)", first8("weights")},
+                                                 {"c (context)", first8("context")}});
   auto named = model.named_parameters();
   for (const auto& [name, p] : named)
     CHECK(max_abs_diff(p->value.to(DType::f64).to_vector(),

@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
-#include <fstream>
 
+#include "tapestry/core/file_io.h"
 #include "tapestry/models/tasks.h"
 #include "tools/cli.h"
 #include "tools/explain.h"
@@ -54,7 +55,8 @@ int cmd_explain(const Args& args) {
   std::string model_path, attention = "bahdanau", decoder = "bahdanau", cell = "gru";
   int64_t hidden = 4, emb = 3, attn_size = 0, window = 1, layers = 1, seed = 1;
   bool bidirectional = false, deep_output = true;
-  std::string source, reference, target, format = "text", out, groups;
+  std::string source, reference, target, step_flag = "0", format = "text", out, groups;
+  bool quiet_tables = false;
   int64_t full = 16, check_max = -1;
   double eps = 1e-3;
 
@@ -83,8 +85,11 @@ int cmd_explain(const Args& args) {
         "tiny model: the target sentence, whose words make the target vocabulary [the grammar "
         "task's translation of the source]");
   f.add("target", &target,
-        "the target word y* of the loss [the reference's first word; with --model, the model's "
-        "own prediction]");
+        "the target sentence, fed to the decoder word by word (teacher forcing) [the reference; "
+        "with --model, the model's own greedy translation]");
+  f.add("step", &step_flag,
+        "the decoder step to explain: t = 0..T (step t writes the target's word t, step T "
+        "writes <eos>), or all [0]");
   f.section("output");
   f.add("format", &format, "what to print", {"text", "json", "dot", "html"});
   f.add("out", &out, "write to this file instead of standard output");
@@ -93,11 +98,26 @@ int cmd_explain(const Args& args) {
   f.add("groups", &groups,
         "text and html: only these groups, comma-separated region prefixes (e.g. "
         "attention,output,loss)");
+  f.add_switch("quiet-tables", &quiet_tables,
+               "text: only the story and the check's verdict, no tables");
   f.add("check-max", &check_max,
         "elements checked per tensor (-1: all for the tiny model, 8 with --model; 0: all)", -1,
         1 << 30);
   f.add("eps", &eps, "finite-difference step", 1e-8, 1e-1);
   if (!f.parse(args)) return 0;
+
+  int64_t step = 0;
+  const bool all_steps = step_flag == "all";
+  if (!all_steps) {
+    const char* end = step_flag.data() + step_flag.size();
+    auto [ptr, ec] = std::from_chars(step_flag.data(), end, step);
+    if (ec != std::errc() || ptr != end || step < 0)
+      throw UsageError{
+          fmt::format("--step: '{}' is neither a step number (0, 1, ...) nor 'all'", step_flag)};
+  }
+  if (all_steps && (format == "dot" || format == "html"))
+    throw UsageError{fmt::format(
+        "--format {} draws one step: give --step N (text and json take --step all)", format)};
 
   ExplainModel m;
   if (!model_path.empty()) {
@@ -142,14 +162,22 @@ int cmd_explain(const Args& args) {
   CheckOptions check;
   check.eps = eps;
   check.max_elements = check_max;
-  Explanation e;
+  std::vector<Explanation> steps;
   try {
-    e = explain_step(m, target, check);
-  } catch (const ValueError& err) {  // a target outside the vocabulary: the user's to fix
+    const std::vector<std::string> sentence =
+        target.empty() ? explain_target(m) : m.preprocess.tokenize(target);
+    if (!target.empty() && sentence.empty())
+      throw ValueError(fmt::format("explain: the target '{}' has no words", target));
+    const int64_t last = all_steps ? static_cast<int64_t>(sentence.size()) : step;
+    for (int64_t t = all_steps ? 0 : step; t <= last; ++t)
+      steps.push_back(explain_step(m, sentence, t, check));
+  } catch (const ValueError& err) {  // a target outside the vocabulary, a step outside the
+                                     // sentence: the user's to fix
     std::string what = err.what();
     if (what.rfind("explain: ", 0) == 0) what = what.substr(9);
     throw UsageError{what};
   }
+  const Explanation& e = steps.front();
 
   TextOptions o;
   o.full_max = full;
@@ -168,23 +196,43 @@ int cmd_explain(const Args& args) {
       throw UsageError{fmt::format("--groups: no region starts with '{}' (regions: {})", g, valid)};
     }
   }
+  AcrossSteps across;
+  if (all_steps)
+    across = across_steps(steps, sentence_keys_gradient(m, steps.front().target_sentence));
+  if (quiet_tables) {
+    o.forward = o.backward = false;
+    o.check_rows = false;
+  }
   std::string text;
-  if (format == "text") text = render_text(e, o);
-  if (format == "json") text = render_json(e);
+  if (format == "text") {
+    for (size_t i = 0; i < steps.size(); ++i)
+      text += (i ? "\n" + std::string(100, '=') + "\n" : "") + render_text(steps[i], o);
+  }
+  if (format == "json") {
+    if (!all_steps) {
+      text = render_json(e);
+    } else {
+      std::string items;
+      for (size_t i = 0; i < steps.size(); ++i) items += (i ? ",\n" : "") + render_json(steps[i]);
+      text = "{\"steps\": [\n" + items + "],\n\"across\": " + across_json(across) + "}\n";
+    }
+  }
   if (format == "dot") text = render_dot(e, o);
   if (format == "html") text = render_html(e, o);
+  if (format == "text" && all_steps) text += render_across_text(across, !quiet_tables);
   if (out.empty()) {
     fmt::print("{}", text);
   } else {
-    std::ofstream file(out, std::ios::binary);
-    file << text;
-    if (!file) throw Error(fmt::format("explain: cannot write '{}'", out));
+    write_file_atomic(out, text);
   }
-  int failed = 0;
-  for (const auto& c : e.checks) failed += c.pass ? 0 : 1;
+  size_t failed = 0, checked = 0;
+  for (const auto& s : steps)
+    for (const auto& c : s.checks) {
+      failed += c.pass ? 0 : 1;
+      ++checked;
+    }
   if (failed)
-    fmt::print(stderr, "explain: {} of {} finite-difference checks failed\n", failed,
-               e.checks.size());
+    fmt::print(stderr, "explain: {} of {} finite-difference checks failed\n", failed, checked);
   return failed ? 1 : 0;
 }
 

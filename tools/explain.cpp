@@ -27,21 +27,29 @@ struct StepVars {
   Var query, weights, features, logits, loss;
 };
 
-// Decoder start, one step fed <bos> at t = 0, the output layer and the loss; the same code runs
-// the recorded pass and every finite-difference evaluation.
-StepVars run_step(Tape& tape, Seq2Seq& model, const nn::AttentionMemory& memory, int32_t target) {
+// The decoder's start, then steps 0..t teacher-forced (step k is fed inputs[k]: <bos>, then the
+// target's words), the output layer of step t and its loss L_t = -log softmax(z_t)[target]. The
+// same code runs the recorded pass and every finite-difference evaluation. `begins`, if given,
+// receives the tape's size as each step starts.
+StepVars run_steps(Tape& tape, Seq2Seq& model, const nn::AttentionMemory& memory,
+                   std::span<const int32_t> inputs, int32_t target,
+                   std::vector<int32_t>* begins = nullptr) {
   models::Decoder& dec = model.decoder();
   models::DecoderState state = dec.start(tape, memory.summary);
-  StepVars v;
   const bool bahdanau = model.config().decoder == models::DecoderKind::bahdanau;
-  if (bahdanau) v.query = state.layers.back().h;  // attends with s_{t-1}
-  const int32_t previous = Vocab::kBos;
-  models::DecoderStep st =
-      dec.step(tape, memory, state, std::span<const int32_t>(&previous, 1), 0, model.rng());
-  if (!bahdanau) v.query = state.layers.back().h;  // attends with the new h_t
-  v.weights = st.weights;
-  v.features = st.features;
-  v.logits = dec.logits(tape, st.features, model.rng());
+  const auto t = static_cast<int64_t>(inputs.size()) - 1;
+  StepVars v;
+  for (int64_t k = 0; k <= t; ++k) {
+    if (begins) begins->push_back(static_cast<int32_t>(tape.size()));
+    if (k == t && bahdanau) v.query = state.layers.back().h;  // attends with s_{t-1}
+    models::DecoderStep st =
+        dec.step(tape, memory, state, inputs.subspan(static_cast<size_t>(k), 1), k, model.rng());
+    if (k < t) continue;
+    if (!bahdanau) v.query = state.layers.back().h;  // attends with the new h_t
+    v.weights = st.weights;
+    v.features = st.features;
+    v.logits = dec.logits(tape, st.features, model.rng());
+  }
   Region region(tape, "loss");
   v.loss = ops::cross_entropy(v.logits, std::span<const int32_t>(&target, 1), Vocab::kPad);
   return v;
@@ -108,7 +116,8 @@ std::string cell_equation(nn::CellKind kind) {
   return "";
 }
 
-std::map<std::string, std::string> group_equations(const Seq2SeqConfig& c, int64_t src_len) {
+std::map<std::string, std::string> group_equations(const Seq2SeqConfig& c, int64_t src_len,
+                                                   int64_t step) {
   using nn::AttentionKind;
   const std::string cell = upper(nn::cell_name(c.cell));
   const bool bahdanau = c.decoder == models::DecoderKind::bahdanau;
@@ -165,7 +174,7 @@ std::map<std::string, std::string> group_equations(const Seq2SeqConfig& c, int64
       break;
     case AttentionKind::local_m:
       scores = fmt::format("e_j = s^T W h_j; the window's centre p_t = min(t, S - 1) = {}",
-                           std::min<int64_t>(0, src_len - 1));
+                           std::min<int64_t>(step, src_len - 1));
       break;
     case AttentionKind::local_p:
       scores = "e_j = s^T W h_j; the window's centre p_t = (S - 1) sigmoid(v_p . tanh(W_p s))";
@@ -206,34 +215,46 @@ std::string vocab_list(const Vocab& v) {
 // ---------------------------------------------------------------------------------------------
 // The finite-difference check
 
+// A tensor to check: its gradient on the tape, and the loss with one element moved by delta.
 struct Checked {
   std::string name;
-  Tensor* value;
+  std::vector<int64_t> shape;
   std::vector<double> analytic;
+  std::function<double(int64_t element, double delta)> loss;
 };
 
-void check_tensor(const Checked& t, const std::function<double()>& loss, const CheckOptions& o,
-                  std::vector<ExplainCheck>& out) {
-  const int64_t n =
-      o.max_elements > 0 ? std::min(o.max_elements, t.value->numel()) : t.value->numel();
+// The loss with element i of `value` moved by delta, the element put back afterwards.
+std::function<double(int64_t, double)> moving(Tensor* value, std::function<double()> loss) {
+  return [value, loss = std::move(loss)](int64_t i, double delta) {
+    const double x0 = value->at(i);
+    value->set(i, x0 + delta);
+    double l = 0;
+    try {
+      l = loss();
+    } catch (...) {
+      value->set(i, x0);
+      throw;
+    }
+    value->set(i, x0);
+    return l;
+  };
+}
+
+void check_tensor(const Checked& t, const CheckOptions& o, std::vector<ExplainCheck>& out) {
+  const auto size = static_cast<int64_t>(t.analytic.size());
+  const int64_t n = o.max_elements > 0 ? std::min(o.max_elements, size) : size;
   std::vector<ExplainCheck> rows;
   double scale = 0;  // the tensor's largest |gradient|, over every element, checked or not
   for (double g : t.analytic) scale = std::max(scale, std::abs(g));
   for (int64_t i = 0; i < n; ++i) {
-    const double x0 = t.value->at(i);
-    auto at = [&](double x) {
-      t.value->set(i, x);
-      return loss();
-    };
     const double h = o.eps;
     // Fourth-order central difference (as core/gradcheck.h uses for whole models): its O(h^4)
     // truncation error lets h be large enough that the rounding error of L stays negligible.
     const double numeric =
-        (8 * (at(x0 + h) - at(x0 - h)) - (at(x0 + 2 * h) - at(x0 - 2 * h))) / (12 * h);
-    t.value->set(i, x0);
+        (8 * (t.loss(i, h) - t.loss(i, -h)) - (t.loss(i, 2 * h) - t.loss(i, -2 * h))) / (12 * h);
     ExplainCheck c;
     c.tensor = t.name;
-    c.shape = dims(t.value->shape());
+    c.shape = t.shape;
     c.index = i;
     c.analytic = t.analytic[static_cast<size_t>(i)];
     c.numeric = numeric;
@@ -246,6 +267,18 @@ void check_tensor(const Checked& t, const std::function<double()>& loss, const C
     c.pass = std::isfinite(c.rel_error) && c.rel_error < o.tolerance;
     out.push_back(c);
   }
+}
+
+// The source as a batch of one sentence.
+models::Batch source_batch(const ExplainModel& m) {
+  const auto s = static_cast<int64_t>(m.source.size());
+  if (s == 0) throw ValueError("explain: the source sentence has no words");
+  models::Batch batch;
+  batch.size = 1;
+  batch.src_len = s;
+  for (const auto& w : m.source) batch.src.push_back(m.src.id(w));
+  batch.src_lengths = {s};
+  return batch;
 }
 
 }  // namespace
@@ -288,6 +321,7 @@ ExplainModel trained_model(const std::string& path, const std::string& source) {
   m.model->eval();
   m.src = std::move(saved.src);
   m.tgt = std::move(saved.tgt);
+  m.preprocess = saved.preprocess;
   m.source = saved.preprocess.tokenize(source);
   if (m.source.empty())
     throw ValueError(fmt::format("explain: the source '{}' has no tokens after preprocessing ({})",
@@ -295,7 +329,62 @@ ExplainModel trained_model(const std::string& path, const std::string& source) {
   return m;
 }
 
-Explanation explain_step(ExplainModel& m, const std::string& target_word, const CheckOptions& opt) {
+std::vector<std::string> explain_target(ExplainModel& m) {
+  if (!m.reference.empty()) return m.reference;
+  // The model's own greedy translation, as decoding makes it (never <pad> or <bos>).
+  Seq2Seq& model = *m.model;
+  models::Batch batch = source_batch(m);
+  Tape tape;
+  NoGrad no_grad(tape);
+  nn::AttentionMemory memory = model.encode(tape, batch);
+  models::Decoder& dec = model.decoder();
+  models::DecoderState state = dec.start(tape, memory.summary);
+  std::vector<std::string> out;
+  int32_t previous = Vocab::kBos;
+  const int64_t limit = 2 * batch.src_len + 5;
+  for (int64_t k = 0; k < limit; ++k) {
+    models::DecoderStep st =
+        dec.step(tape, memory, state, std::span<const int32_t>(&previous, 1), k, model.rng());
+    const Tensor z = dec.logits(tape, st.features, model.rng()).value();
+    int32_t best = Vocab::kEos;
+    for (int32_t j = Vocab::kEos + 1; j < z.numel(); ++j)
+      if (z.at(j) > z.at(best)) best = j;
+    if (best == Vocab::kEos) break;
+    out.push_back(m.tgt.token(best));
+    previous = best;
+  }
+  return out;
+}
+
+std::vector<double> sentence_keys_gradient(ExplainModel& m,
+                                           const std::vector<std::string>& target) {
+  Seq2Seq& model = *m.model;
+  models::Batch batch = source_batch(m);
+  Tape tape;
+  tape.set_keep_grads(true);  // h_j is an inner node
+  nn::AttentionMemory memory = model.encode(tape, batch);
+  models::Decoder& dec = model.decoder();
+  models::DecoderState state = dec.start(tape, memory.summary);
+  Var loss;
+  int32_t previous = Vocab::kBos;
+  for (size_t k = 0; k <= target.size(); ++k) {
+    const int32_t y = k < target.size() ? m.tgt.id(target[k]) : Vocab::kEos;
+    models::DecoderStep st = dec.step(tape, memory, state, std::span<const int32_t>(&previous, 1),
+                                      static_cast<int64_t>(k), model.rng());
+    Var l = ops::cross_entropy(dec.logits(tape, st.features, model.rng()),
+                               std::span<const int32_t>(&y, 1), Vocab::kPad);
+    loss = k == 0 ? l : loss + l;
+    previous = y;
+  }
+  model.zero_grad();
+  tape.backward(loss);
+  model.zero_grad();  // the parameters' gradients are not this function's result
+  const Tensor g = tape.grad(memory.keys);
+  return g.defined() ? g.to_vector() : std::vector<double>(memory.keys.numel(), 0.0);
+}
+
+Explanation explain_step(ExplainModel& m, const std::vector<std::string>& target, int64_t step,
+                         const CheckOptions& opt) {
   Seq2Seq& model = *m.model;
   const Seq2SeqConfig& cfg = model.config();
   if (model.dtype() != DType::f64)
@@ -312,59 +401,62 @@ Explanation explain_step(ExplainModel& m, const std::string& target_word, const 
   e.tolerance = opt.tolerance;
   e.check_max = opt.max_elements;
 
+  models::Batch batch = source_batch(m);
+  for (const auto& w : m.source) e.source.push_back(m.src.contains(w) ? w : "<unk>");
   const auto s = static_cast<int64_t>(m.source.size());
-  if (s == 0) throw ValueError("explain: the source sentence has no words");
-  models::Batch batch;
-  batch.size = 1;
-  batch.src_len = s;
-  for (const auto& w : m.source) {
-    batch.src.push_back(m.src.id(w));
-    e.source.push_back(m.src.contains(w) ? w : "<unk>");
-  }
-  batch.src_lengths = {s};
 
-  // The target: given, else the reference's first word, else the model's own prediction.
-  std::string target = target_word;
-  if (target.empty() && !m.reference.empty()) target = m.reference.front();
-  if (target.empty()) {
-    Tape t;
-    NoGrad no_grad(t);
-    nn::AttentionMemory mem = model.encode(t, batch);
-    const Tensor z = run_step(t, model, mem, Vocab::kEos).logits.value();
-    int64_t best = 0;
-    for (int64_t j = 1; j < z.numel(); ++j)
-      if (z.at(j) > z.at(best)) best = j;
-    target = m.tgt.token(static_cast<int32_t>(best));
-  }
-  if (!m.tgt.contains(target))
-    throw ValueError(fmt::format("explain: the target '{}' is not in the target vocabulary ({})",
-                                 target, vocab_list(m.tgt)));
-  e.target = target;
-  e.target_id = m.tgt.id(target);
-  if (e.target_id == Vocab::kPad)
-    throw ValueError("explain: the target cannot be <pad> (the loss ignores it)");
-  batch.tgt_len = 1;
-  batch.tgt_in = {Vocab::kBos};
-  batch.tgt_out = {e.target_id};
-  batch.tgt_lengths = {1};
+  // The target sentence, teacher forced: step k is fed y_(k-1) (<bos> first) and scores y*_k,
+  // the target's k-th word, or <eos> after the last.
+  for (const auto& w : target)
+    if (!m.tgt.contains(w) || m.tgt.id(w) < Vocab::kEos)
+      throw ValueError(
+          fmt::format("explain: the target word '{}' is not in the target vocabulary ({})", w,
+                      vocab_list(m.tgt)));
+  const auto steps = static_cast<int64_t>(target.size()) + 1;
+  if (step < 0 || step >= steps)
+    throw ValueError(fmt::format(
+        "explain: step {} is outside the sentence: its {} target words make steps 0 to {} (the "
+        "last writes <eos>)",
+        step, target.size(), steps - 1));
+  e.step = step;
+  e.target_sentence = target;
+  std::vector<int32_t> inputs{Vocab::kBos};
+  for (int64_t k = 0; k < step; ++k) inputs.push_back(m.tgt.id(target[static_cast<size_t>(k)]));
+  e.previous = step == 0 ? "<bos>" : target[static_cast<size_t>(step - 1)];
+  e.target =
+      step < static_cast<int64_t>(target.size()) ? target[static_cast<size_t>(step)] : "<eos>";
+  e.target_id = m.tgt.id(e.target);
 
   // The recorded pass.
   model.zero_grad();
   Tape tape;
   tape.set_keep_grads(true);
+  nn::name_parameters(tape, model);
   nn::AttentionMemory memory = model.encode(tape, batch);
-  StepVars v = run_step(tape, model, memory, e.target_id);
+  std::vector<int32_t> begins;
+  StepVars v = run_steps(tape, model, memory, inputs, e.target_id, &begins);
   tape.backward(v.loss);
   e.loss = v.loss.value().item();
 
-  // Names: every parameter's path, and the symbols of the equations.
-  auto named = model.named_parameters();
-  for (size_t i = 0; i < tape.size(); ++i) {
-    const Node& n = tape.node(i);
-    if (n.op != &kParamOp) continue;
-    for (const auto& [name, p] : named)
-      if (n.value.shares_storage(p->value)) tape.set_label(static_cast<int32_t>(i), name);
+  // The output distribution's most likely words.
+  {
+    const Tensor z = v.logits.value();
+    std::vector<std::pair<double, int32_t>> p;
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < z.numel(); ++j) mx = std::max(mx, z.at(j));
+    for (int64_t j = 0; j < z.numel(); ++j) {
+      p.emplace_back(std::exp(z.at(j) - mx), static_cast<int32_t>(j));
+      sum += p.back().first;
+    }
+    std::sort(p.begin(), p.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    // <pad> and <bos> are in the softmax but never written: left out of the list.
+    for (size_t k = 0; k < p.size() && e.top.size() < 5; ++k)
+      if (p[k].second >= Vocab::kEos)
+        e.top.emplace_back(m.tgt.token(p[k].second), p[k].first / sum);
   }
+
+  // The nodes of this step, and the symbols of the equations on them.
+  const int32_t first = begins.back();
   FocusNodes& f = e.focus;
   f.keys = memory.keys.node();
   f.summary = memory.summary.node();
@@ -373,7 +465,7 @@ Explanation explain_step(ExplainModel& m, const std::string& target_word, const 
   f.weights = v.weights.node();
   f.logits = v.logits.node();
   f.loss = v.loss.node();
-  for (size_t i = 0; i < tape.size(); ++i) {
+  for (size_t i = static_cast<size_t>(first); i < tape.size(); ++i) {
     const Node& n = tape.node(i);
     const std::string& region = tape.region_name(n.region);
     if (region == "attention.softmax" && std::string_view(n.op->name) == "softmax") {
@@ -401,7 +493,8 @@ Explanation explain_step(ExplainModel& m, const std::string& target_word, const 
   label(f.loss, "L");
   if (!bahdanau) label(v.features.node(), "h~_t");
 
-  // Gather the tape.
+  // Gather the tape: each node with the step it was recorded in (-1 before the first step, and
+  // for parameters, which every step reads).
   const int32_t last = v.loss.node();
   for (int32_t i = 0; i <= last; ++i) {
     ExplainNode en;
@@ -411,14 +504,17 @@ Explanation explain_step(ExplainModel& m, const std::string& target_word, const 
     en.op = n.op->name;
     en.math = n.op->math;
     en.region = tape.region_name(n.region);
-    en.label = tape.label(i);
+    en.label = tape.display_name(i);
     for (int32_t in : tape.inputs(n)) en.inputs.push_back(in);
     en.shape = dims(n.value.shape());
     en.value = n.value.to_vector();
     if (n.grad.defined()) en.grad = n.grad.to_vector();
+    if (n.op->backward)
+      for (size_t k = 0; k < begins.size(); ++k)
+        if (i >= begins[k]) en.step = static_cast<int>(k);
     e.nodes.push_back(std::move(en));
   }
-  for (const auto& [name, p] : named) {
+  for (const auto& [name, p] : model.named_parameters()) {
     ExplainParameter ep;
     ep.name = name;
     ep.shape = dims(p->shape());
@@ -430,11 +526,11 @@ Explanation explain_step(ExplainModel& m, const std::string& target_word, const 
         ep.node = static_cast<int32_t>(i);
     e.parameters.push_back(std::move(ep));
   }
-  e.equations = group_equations(cfg, s);
+  e.equations = group_equations(cfg, s, step);
   e.chain = attention_chain(e);
 
-  // The check: the encoder's output is fixed (no attention parameter changes it), so each
-  // evaluation reruns only the attention memory, the decoder step and the loss.
+  // The check. The encoder's output is fixed (no attention parameter changes it), so moving an
+  // attention parameter or h_j reruns only the attention's memory, the decoder's steps and L_t.
   Tensor keys = memory.keys.value().clone();
   Tensor summary = memory.summary.value().clone();
   auto loss = [&] {
@@ -442,20 +538,47 @@ Explanation explain_step(ExplainModel& m, const std::string& target_word, const 
     NoGrad no_grad(t);
     nn::AttentionMemory mem =
         model.decoder().attention().prepare(t, Var(keys), batch.src_lengths, Var(summary));
-    return run_step(t, model, mem, e.target_id).loss.value().item();
+    return run_steps(t, model, mem, inputs, e.target_id).loss.value().item();
   };
   std::vector<Checked> checked;
-  for (const auto& [name, p] : named)
+  for (const auto& [name, p] : model.named_parameters())
     if (name.rfind("decoder.attention.", 0) == 0)
-      checked.push_back({name, &p->value, p->grad.to_vector()});
+      checked.push_back({name, dims(p->shape()), p->grad.to_vector(), moving(&p->value, loss)});
   // The gradient into the encoder states: through the attention alone (the summary reaches the
   // decoder by another path), or for `none` the summary, which is its context.
   const bool none = cfg.attention == nn::AttentionKind::none;
   const Var& h = none ? memory.summary : memory.keys;
   const Tensor& hg = tape.grad(h);
-  checked.push_back({none ? kSummaryName : kKeysName, none ? &summary : &keys,
-                     hg.defined() ? hg.to_vector() : std::vector<double>(h.numel(), 0.0)});
-  for (const auto& c : checked) check_tensor(c, loss, opt, e.checks);
+  checked.push_back({none ? kSummaryName : kKeysName, dims(h.shape()),
+                     hg.defined() ? hg.to_vector() : std::vector<double>(h.numel(), 0.0),
+                     moving(none ? &summary : &keys, loss)});
+  // This step's scores, weights and context: each element moved as the whole pass is recorded
+  // again (the same ops in the same order, so the node has the same index), through the tape's
+  // record hook.
+  auto inner = [&](int32_t node, const char* name) {
+    if (node < 0) return;
+    const Node& n = tape.node(static_cast<size_t>(node));
+    Checked c{name, dims(n.value.shape()),
+              n.grad.defined() ? n.grad.to_vector() : std::vector<double>(n.value.numel(), 0.0),
+              [&, node](int64_t element, double delta) {
+                Tape t;
+                t.set_record_hook([&](int32_t id, Tensor& value) {
+                  if (id != node) return;
+                  value = value.clone();
+                  value.set(element, value.at(element) + delta);
+                });
+                nn::AttentionMemory mem = model.encode(t, batch);
+                return run_steps(t, model, mem, inputs, e.target_id).loss.value().item();
+              }};
+    checked.push_back(std::move(c));
+  };
+  if (!none) {
+    inner(f.scores, kScoresName);
+    inner(f.weights, kWeightsName);
+    inner(f.context, kContextName);
+  }
+  for (const auto& c : checked) check_tensor(c, opt, e.checks);
+  e.story = step_story(e);
   return e;
 }
 

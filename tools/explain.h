@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tapestry/core/graph_draw.h"
+#include "tapestry/models/preprocess.h"
 #include "tapestry/models/seq2seq.h"
 #include "tapestry/models/vocab.h"
 
@@ -19,6 +20,7 @@ namespace tapestry::cli {
 
 struct ExplainNode {
   int32_t index = 0;
+  int step = -1;  // the decoder step that recorded it; -1 before the first step, and parameters
   std::string op, region, label;  // label: a parameter's path or a symbol ("a", "c", "h_j")
   std::string math;               // the op's equation and derivative (OpDef::math)
   std::vector<int32_t> inputs;    // node indices; -1 for a constant input
@@ -78,11 +80,15 @@ struct Explanation {
   std::string attention, decoder, cell;
   std::vector<std::string> source;  // the source tokens
   std::vector<std::string> src_vocab, tgt_vocab;
-  std::string previous = "<bos>";  // the gold previous target token fed to the step
-  std::string target;              // y*: the token the loss scores
+  int64_t step = 0;                          // t
+  std::vector<std::string> target_sentence;  // the teacher-forced target, without <eos>
+  std::string previous = "<bos>";            // the gold previous target token fed to the step
+  std::string target;  // y*: the token the loss scores (<eos> after the last word)
   int32_t target_id = 0;
-  double loss = 0;
-  std::vector<ExplainNode> nodes;  // in tape order
+  double loss = 0;                                  // L_t = -log p(y*)
+  std::vector<std::pair<std::string, double>> top;  // the most likely next words, with p
+  std::vector<std::string> story;                   // what the numbers say, in sentences
+  std::vector<ExplainNode> nodes;                   // in tape order
   std::vector<ExplainParameter> parameters;
   std::map<std::string, std::string> equations;  // region -> what it computes, written out
   FocusNodes focus;
@@ -95,6 +101,9 @@ struct Explanation {
 
 inline constexpr const char* kKeysName = "h (encoder states)";
 inline constexpr const char* kSummaryName = "encoder summary";
+inline constexpr const char* kScoresName = "e (scores)";
+inline constexpr const char* kWeightsName = "a (weights)";
+inline constexpr const char* kContextName = "c (context)";
 
 struct CheckOptions {
   double eps = 1e-3;         // step of the fourth-order central difference
@@ -106,6 +115,7 @@ struct CheckOptions {
 struct ExplainModel {
   std::unique_ptr<models::Seq2Seq> model;
   models::Vocab src, tgt;
+  models::Preprocess preprocess;       // how text becomes tokens (a trained model's own)
   std::vector<std::string> source;     // tokens
   std::vector<std::string> reference;  // the reference translation's tokens, if known
 };
@@ -121,13 +131,45 @@ ExplainModel tiny_model(const models::Seq2SeqConfig& shape, std::vector<std::str
 // source with no tokens.
 ExplainModel trained_model(const std::string& path, const std::string& source);
 
-// Records encoder, attention memory, decoder start and one decoder step fed <bos>, the output
-// layer and L = -log softmax(z)[target] on a tape that keeps every gradient; runs backward;
-// gathers the tape; checks every attention parameter (and the encoder states) against central
-// differences. `target` empty means the reference's first word, or with no reference the model's
-// own prediction. Throws ValueError naming the target and listing the vocabulary when the target
-// is not in it.
-Explanation explain_step(ExplainModel& m, const std::string& target, const CheckOptions& check);
+// The target sentence to teacher-force when none is given: the reference, or with none the
+// model's own greedy translation.
+std::vector<std::string> explain_target(ExplainModel& m);
+
+// Records the encoder, the attention's memory, the decoder's start and steps 0..t teacher-forced
+// on `target` (step k is fed <bos> or the target's word k-1), step t's output layer and its loss
+// L_t = -log softmax(z_t)[y*_t] (y*_t the target's word t, or <eos> at t = T) on a tape that keeps
+// every gradient; runs backward; gathers the tape; checks against central differences every
+// attention parameter, the encoder states and this step's scores, weights and context. Throws
+// ValueError naming a target word outside the vocabulary (listing it) or a step outside [0, T].
+Explanation explain_step(ExplainModel& m, const std::vector<std::string>& target, int64_t step,
+                         const CheckOptions& check);
+
+// The step told in sentences written from its values (tools/explain_story.cpp).
+std::vector<std::string> step_story(const Explanation& e);
+
+// ---- every step of a sentence (tools/explain_steps.cpp)
+
+// What the steps of one sentence show together: where each step attended, and how the gradient
+// reaching each encoder state h_j is the sum of what every step sent back to it.
+struct AcrossSteps {
+  std::vector<std::string> source;
+  std::vector<std::string> written;           // y*_t, one per step (<eos> last)
+  std::vector<double> losses;                 // L_t
+  std::vector<std::vector<double>> weights;   // [t][j] a_j at step t (empty for `none`)
+  std::vector<std::vector<double>> dh_norms;  // [t][j] |dL_t/dh_j|
+  std::vector<double> total_norms;            // [j] |sum_t dL_t/dh_j|
+  // The largest |sum_t dL_t/dh_j - dL/dh_j| over every element, where dL/dh_j comes from one
+  // backward pass of the sentence's loss L = sum_t L_t.
+  double sum_difference = 0;
+  std::vector<std::string> story;
+};
+// dL/dh_j of the whole sentence's loss L = sum_t L_t, teacher-forced on `target`, from one
+// ordinary backward pass: (S,K) row-major.
+std::vector<double> sentence_keys_gradient(ExplainModel& m, const std::vector<std::string>& target);
+AcrossSteps across_steps(const std::vector<Explanation>& steps,
+                         const std::vector<double>& sentence_dh);
+std::string render_across_text(const AcrossSteps& a, bool tables);
+std::string across_json(const AcrossSteps& a);
 
 // The chain through attention, recomputed from e's nodes and parameters (needs e.focus).
 std::vector<ChainStep> attention_chain(const Explanation& e);
@@ -135,9 +177,10 @@ std::vector<ChainStep> attention_chain(const Explanation& e);
 // ---- renderers (tools/explain_*.cpp)
 
 struct TextOptions {
-  int64_t full_max = 16;            // tensors up to this size print every value
-  std::vector<std::string> groups;  // region prefixes to show (empty: all)
-  bool forward = true, backward = true, check = true;
+  int64_t full_max = 16;                               // tensors up to this size print every value
+  std::vector<std::string> groups;                     // region prefixes to show (empty: all)
+  bool forward = true, backward = true, check = true;  // the tables and the check
+  bool check_rows = true;  // the check's row per element, or only its verdict
 };
 std::string render_text(const Explanation& e, const TextOptions& o);
 std::string render_json(const Explanation& e);
@@ -149,6 +192,10 @@ std::string render_html(const Explanation& e, const TextOptions& o);
 
 // ---- shared by the renderers
 
+// Words of `text` filled into lines of at most 100 characters, the first after `first`, the rest
+// after `next`.
+std::vector<std::string> wrap(const std::string& text, const std::string& first,
+                              const std::string& next);
 // "(1,3,4)"
 std::string shape_text(std::span<const int64_t> shape);
 // 4 significant digits, compact ("0.1235", "-1.2e-05" style via %.4g).
@@ -157,6 +204,12 @@ std::string num(double v);
 std::string summary_text(std::span<const double> v);
 // The Euclidean norm.
 double norm(std::span<const double> v);
+// Whether a node is drawn with its step: the explained step's own nodes, and those recorded before
+// the first step (the encoder, the attention's keys, the decoder's start) or read by every step
+// (parameters); the earlier steps' nodes are left out of tables.
+inline bool shown(const ExplainNode& n, const Explanation& e) {
+  return n.step < 0 || n.step == e.step;
+}
 // Whether a node belongs to one of the groups (region prefixes); every node if groups is empty.
 bool in_groups(const std::string& region, std::span<const std::string> groups);
 // The group heading of a region ("attention.scores"), "(no region)" for the empty one.

@@ -25,11 +25,18 @@ class Chain {
       if (p.name == "decoder.attention." + short_name) return &p;
     return nullptr;
   }
-  // The first node of `op` in `region`.
+  // The first node of `op` in `region` recorded by the explained step.
   const ExplainNode* find(const std::string& region, const std::string& op) const {
     for (const auto& n : e_.nodes)
-      if (n.region == region && n.op == op) return &n;
+      if (n.step == e_.step && n.region == region && n.op == op) return &n;
     return nullptr;
+  }
+  // A parameter's or h_j's gradient on the tape, where it is this step's share alone: at step 0.
+  // Later, the tape's total also holds what reached it through the earlier steps (the query
+  // s_(t-1) depends on their contexts), and the by-hand value is this step's share only.
+  Vec total(const Vec& tape) const { return e_.step == 0 ? tape : Vec(); }
+  std::string share(std::string formula) const {
+    return e_.step == 0 ? formula : formula + "  [this step's share]";
   }
   void add(std::string formula, std::vector<int64_t> shape, Vec tape, Vec by_hand = {}) {
     steps_.push_back({std::move(formula), std::move(shape), std::move(tape), std::move(by_hand)});
@@ -116,7 +123,8 @@ std::vector<ChainStep> attention_chain(const Explanation& e) {
         dv[i] += de[j] * tj;
         dp[j * A + i] = de[j] * v->value[i] * (1 - tj * tj);
       }
-    ch.add("dL/dv = sum_j dL/de_j t_j  (t_j = tanh(p_j), p_j its input)", v->shape, v->grad, dv);
+    ch.add(ch.share("dL/dv = sum_j dL/de_j t_j  (t_j = tanh(p_j), p_j its input)"), v->shape,
+           ch.total(v->grad), dv);
     ch.add("dL/dp_j = dL/de_j v * (1 - t_j^2)  (through tanh)", pre->shape, grad_or_zero(*pre), dp);
     if (kind == "bahdanau") {
       const ExplainParameter* b = ch.param("b");
@@ -132,11 +140,11 @@ std::vector<ChainStep> attention_chain(const Explanation& e) {
       for (size_t j = 0; j < S; ++j)
         for (size_t k = 0; k < K; ++k)
           for (size_t i = 0; i < A; ++i) dh[j * K + k] += u->value[i * K + k] * dp[j * A + i];
-      ch.add("dL/db = sum_j dL/dp_j", b->shape, b->grad, db);
-      ch.add("dL/dW = sum_j dL/dp_j s^T", w->shape, w->grad, dw);
-      ch.add("dL/dU = sum_j dL/dp_j h_j^T", u->shape, u->grad, du);
-      ch.add("dL/dh_j = a_j dL/dc + U^T dL/dp_j  (the context's path + the scores')", h->shape,
-             grad_or_zero(*h), dh);
+      ch.add(ch.share("dL/db = sum_j dL/dp_j"), b->shape, ch.total(b->grad), db);
+      ch.add(ch.share("dL/dW = sum_j dL/dp_j s^T"), w->shape, ch.total(w->grad), dw);
+      ch.add(ch.share("dL/dU = sum_j dL/dp_j h_j^T"), u->shape, ch.total(u->grad), du);
+      ch.add(ch.share("dL/dh_j = a_j dL/dc + U^T dL/dp_j  (the context's path + the scores')"),
+             h->shape, ch.total(grad_or_zero(*h)), dh);
     } else {
       const size_t cols = Hq + K;
       Vec dw(A * cols, 0.0);
@@ -148,9 +156,9 @@ std::vector<ChainStep> attention_chain(const Explanation& e) {
             dh[j * K + k] += w->value[i * cols + Hq + k] * dp[j * A + i];
           }
         }
-      ch.add("dL/dW = sum_j dL/dp_j [s; h_j]^T", w->shape, w->grad, dw);
-      ch.add("dL/dh_j = a_j dL/dc + W_h^T dL/dp_j  (the context's path + the scores')", h->shape,
-             grad_or_zero(*h), dh);
+      ch.add(ch.share("dL/dW = sum_j dL/dp_j [s; h_j]^T"), w->shape, ch.total(w->grad), dw);
+      ch.add(ch.share("dL/dh_j = a_j dL/dc + W_h^T dL/dp_j  (the context's path + the scores')"),
+             h->shape, ch.total(grad_or_zero(*h)), dh);
     }
     return ch.take();
   }
@@ -158,9 +166,10 @@ std::vector<ChainStep> attention_chain(const Explanation& e) {
     const double scale = kind == "dot" ? 1.0 : 1.0 / std::sqrt(static_cast<double>(K));
     for (size_t j = 0; j < S; ++j)
       for (size_t k = 0; k < K; ++k) dh[j * K + k] += de[j] * scale * sv[k];
-    ch.add(kind == "dot" ? "dL/dh_j = a_j dL/dc + dL/de_j s  (the context's path + the scores')"
-                         : "dL/dh_j = a_j dL/dc + dL/de_j s / sqrt(K)  (context + scores)",
-           h->shape, grad_or_zero(*h), dh);
+    ch.add(ch.share(kind == "dot"
+                        ? "dL/dh_j = a_j dL/dc + dL/de_j s  (the context's path + the scores')"
+                        : "dL/dh_j = a_j dL/dc + dL/de_j s / sqrt(K)  (context + scores)"),
+           h->shape, ch.total(grad_or_zero(*h)), dh);
     return ch.take();
   }
   if (kind == "general" || kind == "local-m" || kind == "local-p") {
@@ -177,9 +186,9 @@ std::vector<ChainStep> attention_chain(const Explanation& e) {
       }
     for (size_t j = 0; j < S; ++j)
       for (size_t k = 0; k < K; ++k) dh[j * K + k] += de[j] * sw[k];
-    ch.add("dL/dW = s^T sum_j dL/de_j h_j", w->shape, w->grad, dw);
-    ch.add("dL/dh_j = a_j dL/dc + dL/de_j (s W)  (the context's path + the scores')", h->shape,
-           grad_or_zero(*h), dh);
+    ch.add(ch.share("dL/dW = s^T sum_j dL/de_j h_j"), w->shape, ch.total(w->grad), dw);
+    ch.add(ch.share("dL/dh_j = a_j dL/dc + dL/de_j (s W)  (the context's path + the scores')"),
+           h->shape, ch.total(grad_or_zero(*h)), dh);
     return ch.take();
   }
   if (kind == "cosine") {
@@ -187,7 +196,8 @@ std::vector<ChainStep> attention_chain(const Explanation& e) {
     if (!beta) return ch.take();
     double dbeta = 0;
     for (size_t j = 0; j < S; ++j) dbeta += de[j] * ev->value[j] / beta->value[0];
-    ch.add("dL/dbeta = sum_j dL/de_j cos(s, h_j)", beta->shape, beta->grad, {dbeta});
+    ch.add(ch.share("dL/dbeta = sum_j dL/de_j cos(s, h_j)"), beta->shape, ch.total(beta->grad),
+           {dbeta});
     dh_known = false;
   }
   if (!dh_known)

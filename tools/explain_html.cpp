@@ -225,7 +225,7 @@ std::string render_html(const Explanation& e, const TextOptions& o) {
     std::vector<std::string> explained;
     const int cols = forward ? 5 : 4;
     auto row = [&](const ExplainNode& n) {
-      if (!in_groups(n.region, o.groups)) return;
+      if (!in_groups(n.region, o.groups) || !shown(n, e)) return;
       if (!current || *current != n.region) {
         current = &n.region;
         const bool first =

@@ -10,6 +10,7 @@ std::string render_json(const Explanation& e) {
   json nodes = json::array();
   for (const auto& n : e.nodes) {
     nodes.push_back({{"index", n.index},
+                     {"step", n.step},
                      {"op", n.op},
                      {"region", n.region},
                      {"label", n.label},
@@ -47,10 +48,14 @@ std::string render_json(const Explanation& e) {
       {"source", e.source},
       {"src_vocab", e.src_vocab},
       {"tgt_vocab", e.tgt_vocab},
+      {"step", e.step},
+      {"target_sentence", e.target_sentence},
       {"previous", e.previous},
       {"target", e.target},
       {"target_id", e.target_id},
       {"loss", e.loss},
+      {"top", e.top},
+      {"story", e.story},
       {"equations", e.equations},
       {"focus",
        {{"keys", f.keys},
@@ -71,6 +76,19 @@ std::string render_json(const Explanation& e) {
       {"check", check},
   };
   return out.dump(1) + "\n";
+}
+
+std::string across_json(const AcrossSteps& a) {
+  using nlohmann::json;
+  return json{{"source", a.source},
+              {"written", a.written},
+              {"losses", a.losses},
+              {"weights", a.weights},
+              {"dh_norms", a.dh_norms},
+              {"total_norms", a.total_norms},
+              {"sum_difference", a.sum_difference},
+              {"story", a.story}}
+      .dump(1);
 }
 
 }  // namespace tapestry::cli

@@ -13,8 +13,8 @@ namespace {
 constexpr size_t kWidth = 100;
 constexpr size_t kNumWidth = 10;  // one value: "-1.235e-05"
 
-// Words of `text` filled into lines of at most kWidth, the first after `first`, the rest after
-// `next`.
+}  // namespace
+
 std::vector<std::string> wrap(const std::string& text, const std::string& first,
                               const std::string& next) {
   std::vector<std::string> lines;
@@ -38,6 +38,8 @@ std::vector<std::string> wrap(const std::string& text, const std::string& first,
   lines.push_back(line);
   return lines;
 }
+
+namespace {
 
 // The values of a tensor as lines of at most `width` characters: every value, one row of the last
 // axis after another, for tensors of at most full_max elements; else one summary line.
@@ -114,7 +116,7 @@ void grouped(std::string& out, const Explanation& e, const TextOptions& o,
   std::set<std::string> explained;
   const std::string* current = nullptr;
   for (const ExplainNode* n : order) {
-    if (!in_groups(n->region, o.groups)) continue;
+    if (!in_groups(n->region, o.groups) || !shown(*n, e)) continue;
     if (!current || *current != n->region) {
       current = &n->region;
       rule(out, region_title(n->region));
@@ -136,9 +138,20 @@ std::string render_text(const Explanation& e, const TextOptions& o) {
   std::string src;
   for (const auto& w : e.source) src += (src.empty() ? "" : " ") + w;
   out += fmt::format("  source  {}  (S = {})\n", src, e.source.size());
-  out += fmt::format("  step    t = 0, previous token {}, target y* = {} (id {})\n", e.previous,
-                     e.target, e.target_id);
+  out += fmt::format("  step    t = {}, previous token {}, target y* = {} (id {})\n", e.step,
+                     e.previous, e.target, e.target_id);
   out += fmt::format("  loss    L = {:.6g}\n", e.loss);
+  if (!e.top.empty()) {
+    std::string top;
+    for (const auto& [w, p] : e.top)
+      top += fmt::format("{}{} {:.3g}", top.empty() ? "" : ", ", w, p);
+    out += fmt::format("  output  the most likely words: {}\n", top);
+  }
+  if (!e.story.empty()) {
+    out += "\n";
+    for (const auto& s : e.story)
+      for (const auto& l : wrap(s, "   ", "     ")) out += l + "\n";
+  }
 
   constexpr const char* kFwdLead = "{:>5} {:<20} {:<13} {:<9} ";
   const size_t fwd_lead = 5 + 1 + 20 + 1 + 13 + 1 + 9 + 1;
@@ -147,6 +160,13 @@ std::string render_text(const Explanation& e, const TextOptions& o) {
                              "op [symbol], inputs (c: a constant), shape, value (every value up to "
                              "{} elements, rows of the last axis; else a summary).",
                              o.full_max));
+    size_t earlier = 0;
+    for (const auto& n : e.nodes) earlier += !shown(n, e);
+    if (earlier > 0)
+      out += fmt::format(
+          "   (the {} nodes that {} recorded are left out: they made this step's "
+          "state)\n",
+          earlier, e.step == 1 ? "step 0" : fmt::format("steps 0 to {}", e.step - 1));
     out += fmt::format(fmt::runtime(kFwdLead), "#", "node", "inputs", "shape") + "value\n";
     std::vector<const ExplainNode*> order;
     for (const auto& n : e.nodes) order.push_back(&n);
@@ -169,7 +189,8 @@ std::string render_text(const Explanation& e, const TextOptions& o) {
         "   The ops on this tape and their derivatives (dy is the gradient at the op's output):\n";
     std::set<std::string> seen;
     for (auto it = e.nodes.rbegin(); it != e.nodes.rend(); ++it) {
-      if (!in_groups(it->region, o.groups) || !seen.insert(it->op).second) continue;
+      if (!in_groups(it->region, o.groups) || !shown(*it, e) || !seen.insert(it->op).second)
+        continue;
       for (const auto& l : wrap(it->math, fmt::format("     {:<14}", it->op), std::string(19, ' ')))
         out += l + "\n";
     }
@@ -249,14 +270,16 @@ std::string render_text(const Explanation& e, const TextOptions& o) {
                         e.check_max > 0
                             ? fmt::format(" The first {} elements of each tensor.", e.check_max)
                             : ""));
-    out += fmt::format("     {:<26} {:<9} {:>14} {:>14} {:>10}  {}\n", "tensor", "element",
-                       "analytic", "numeric", "rel. error", "result");
+    if (o.check_rows)
+      out += fmt::format("     {:<26} {:<9} {:>14} {:>14} {:>10}  {}\n", "tensor", "element",
+                         "analytic", "numeric", "rel. error", "result");
     int failed = 0;
     double worst = 0;
     for (const auto& c : e.checks) {
-      out += fmt::format("     {:<26} {:<9} {:>14.6e} {:>14.6e} {:>10.1e}  {}\n",
-                         short_param(c.tensor), element_text(c.shape, c.index), c.analytic,
-                         c.numeric, c.rel_error, c.pass ? "PASS" : "FAIL");
+      if (o.check_rows)
+        out += fmt::format("     {:<26} {:<9} {:>14.6e} {:>14.6e} {:>10.1e}  {}\n",
+                           short_param(c.tensor), element_text(c.shape, c.index), c.analytic,
+                           c.numeric, c.rel_error, c.pass ? "PASS" : "FAIL");
       failed += c.pass ? 0 : 1;
       worst = std::max(worst, c.rel_error);
     }
