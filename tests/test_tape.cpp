@@ -226,3 +226,26 @@ TEST_CASE("a big block freed on another thread than the one that made it is reus
   CHECK(after.system_allocations == before.system_allocations);
   CHECK(after.bytes_cached == before.bytes_cached);
 }
+
+TEST_CASE("a record hook sees every recorded value and may replace it", "[tape]") {
+  Tape tape;
+  Var x = tape.leaf(vec({1.0, 2.0}));
+  std::vector<int32_t> seen;
+  tape.set_record_hook([&](int32_t node, Tensor& value) {
+    seen.push_back(node);
+    if (node == 2) {  // the second op: what later ops read is the replaced value
+      value = value.clone();
+      value.set(0, 100.0);
+    }
+  });
+  Var y = ops::exp(x);  // node 1
+  Var z = y * 2.0;      // node 2, replaced
+  Var w = ops::sum(z);  // node 3 reads the replacement
+  CHECK(seen == std::vector<int32_t>{1, 2, 3});
+  CHECK(z.value().at(0) == 100.0);
+  CHECK(w.value().item() == Approx(100.0 + 2 * std::exp(2.0)));
+  tape.set_record_hook(nullptr);
+  Var u = ops::exp(x);
+  CHECK(seen.size() == 3);  // off again
+  (void)u;
+}

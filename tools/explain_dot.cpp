@@ -22,7 +22,10 @@ DrawGraph explain_graph(const Explanation& e) {
     d.id = n.index;
     d.op = n.op;
     d.math = n.math;
-    d.region = n.region;
+    // The earlier steps' nodes fold under one group per step ("step 0", ...): their regions
+    // repeat the explained step's.
+    d.region =
+        n.step >= 0 && n.step < e.step ? fmt::format("step {}.{}", n.step, n.region) : n.region;
     d.name = n.label;
     d.param = n.op == "param";
     d.leaf = d.param || n.op == "leaf";
@@ -40,6 +43,8 @@ DrawGraph explain_graph(const Explanation& e) {
 std::string render_dot(const Explanation& e, const TextOptions& o) {
   DrawOptions draw;
   draw.expand = o.groups;
+  for (int64_t k = 0; k < e.step; ++k)  // the earlier steps made the state: one box each
+    draw.fold.push_back(fmt::format("step {}", k));
   draw.full_max = o.full_max;
   return graph_dot(explain_graph(e), draw);
 }
