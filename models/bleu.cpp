@@ -379,6 +379,26 @@ std::string BleuScore::str(int width) const {
       ref_len);
 }
 
+std::string bleu_zero_reason(const BleuStats& stats, const BleuOptions& options) {
+  if (bleu_from_stats(stats, options).score >= 0.005) return "";
+  if (stats.hyp_len == 0) return "BLEU is 0 because the output is empty.";
+  for (size_t n = 1; n <= 4; ++n)
+    if (stats.totals[n - 1] == 0 && !options.effective_order)
+      return fmt::format(
+          "BLEU is 0 because the output has no {}-grams (every sentence is shorter than {} "
+          "tokens) and BLEU-4 multiplies the precisions of 1- to 4-grams; on so short a corpus it "
+          "measures nothing (--effective-order leaves the missing orders out).",
+          n, n);
+  if (std::all_of(stats.matches.begin(), stats.matches.end(), [](int64_t m) { return m == 0; }))
+    return fmt::format(
+        "BLEU is 0 because not one word of the output ({} tokens) is in the references.",
+        stats.totals[0]);
+  std::string counts;
+  for (size_t n = 0; n < 4; ++n)
+    counts += fmt::format("{}{}/{}", n ? ", " : "", stats.matches[n], stats.totals[n]);
+  return fmt::format("BLEU rounds to 0: its n-gram matches are so few ({} for n = 1..4).", counts);
+}
+
 BleuStats corpus_bleu_stats(const std::vector<std::string>& hyps,
                             const std::vector<std::vector<std::string>>& refs,
                             const BleuOptions& options) {

@@ -75,6 +75,11 @@ struct BleuScore {
 // BLEU from summed statistics (sacreBLEU's compute_bleu).
 BleuScore bleu_from_stats(const BleuStats& stats, const BleuOptions& options = {});
 
+// Why a corpus's BLEU is 0 (below 0.005), in one sentence, or "" when it is not 0: the output is
+// empty; it has no n-grams of some order n <= 4 (every sentence shorter than n tokens), while
+// BLEU-4 multiplies the four precisions; or not one n-gram of the output is in the references.
+std::string bleu_zero_reason(const BleuStats& stats, const BleuOptions& options = {});
+
 // refs[k][i] is line i of the k-th reference stream; every stream must be as long as hyps.
 BleuStats corpus_bleu_stats(const std::vector<std::string>& hyps,
                             const std::vector<std::vector<std::string>>& refs,

@@ -148,13 +148,16 @@ int cmd_bleu(const Args& args) {
                "lowers BLEU against detokenized references\n",
                tokenized);
 
-  models::BleuScore score = models::corpus_bleu(hyps, refs, options);
+  const models::BleuStats stats = models::corpus_bleu_stats(hyps, refs, options);
+  models::BleuScore score = models::bleu_from_stats(stats, options);
   if (score_only) {
     fmt::print("{:.{}f}\n", score.score, width);
   } else {
     fmt::print("{}\n", score.str(width));
     fmt::print("signature: {}\n", models::bleu_signature(refs, options));
   }
+  if (const std::string why = models::bleu_zero_reason(stats, options); !why.empty())
+    fmt::print(stderr, "tapestry bleu: note: {}\n", why);
   return 0;
 }
 

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "tapestry/models/bleu.h"
 #include "tapestry/models/evaluate.h"
@@ -14,8 +16,11 @@
 #include "tools/flags.h"
 #include "tools/run_dir.h"
 #include "tools/text_files.h"
+#include "tools/train_setup.h"
 
 namespace tapestry::cli {
+
+namespace fs = std::filesystem;
 
 using namespace models;
 
@@ -92,10 +97,39 @@ int cmd_eval(const Args& args) {
     throw Error(fmt::format("'{}' has {} lines but '{}' has {}: they must align", src_path,
                             src.size(), ref_path, ref.size()));
   std::vector<EncodedPair> pairs;
+  std::vector<Example> tokens;  // as training tokenised its pairs
   for (size_t i = 0; i < src.size(); ++i) {
     auto s = m.preprocess.tokenize(src[i]);
     if (s.empty()) throw Error(fmt::format("{}:{}: empty source sentence", src_path, i + 1));
-    pairs.push_back({m.src.encode(s), m.tgt.encode(m.preprocess.tokenize(ref[i]))});
+    tokens.push_back({s, m.preprocess.tokenize(ref[i]), {}});
+    pairs.push_back({m.src.encode(s), m.tgt.encode(tokens.back().tgt)});
+  }
+  // Test sentences that training saw flatter the scores: count them, where the run is known.
+  std::string overlap_note;
+  int64_t same_sources = -1, same_pairs = -1;
+  if (fs::is_directory(model) && fs::exists(fs::path(model) / "command.json")) {
+    try {
+      const TrainData data = run_data(model);
+      std::set<std::vector<std::string>> train_src;
+      std::set<std::pair<std::vector<std::string>, std::vector<std::string>>> train_pairs;
+      for (const auto& e : data.splits.train) {
+        train_src.insert(e.src);
+        train_pairs.insert({e.src, e.tgt});
+      }
+      same_sources = same_pairs = 0;
+      for (const auto& e : tokens)
+        if (train_src.count(e.src)) {
+          ++same_sources;
+          same_pairs += static_cast<int64_t>(train_pairs.count({e.src, e.tgt}));
+        }
+      if (same_sources > 0)
+        overlap_note = fmt::format(
+            "warning: {} of {} test sources are also training sources ({} of them with the "
+            "same reference): on those the scores flatter the model",
+            same_sources, tokens.size(), same_pairs);
+    } catch (const Error& e) {
+      overlap_note = fmt::format("note: not checked against the training data: {}", e.what());
+    }
   }
   DecodeOptions o;
   o.beam = beam;
@@ -115,12 +149,16 @@ int cmd_eval(const Args& args) {
     b.match.add(best, pairs[i].tgt);
     b.bleu += segment_bleu_stats(out.back(), {ref[i]}, bo);
   }
-  BleuScore bleu = corpus_bleu(out, {ref}, bo);
+  const BleuStats stats = corpus_bleu_stats(out, {ref}, bo);
+  BleuScore bleu = bleu_from_stats(stats, bo);
 
   fmt::print("model: {} ({})\n", checkpoint, m.model->config().summary());
   fmt::print("data:  {} sentences from {} against {}; {}\n", pairs.size(), src_path, ref_path,
              beam > 1 ? fmt::format("beam {}", beam) : "greedy");
   fmt::print("{}\n", bleu.str());
+  if (const std::string why = bleu_zero_reason(stats, bo); !why.empty())
+    fmt::print("note: {}\n", why);
+  if (!overlap_note.empty()) fmt::print("{}\n", overlap_note);
   fmt::print(
       "exact match {:.2f}%  token accuracy {:.2f}%  perplexity {:.3f} (loss {:.4f} over {} "
       "tokens)\n\n",
@@ -150,6 +188,7 @@ int cmd_eval(const Args& args) {
                         {"sentences", pairs.size()},
                         {"beam", beam},
                         {"by_length", by_length}};
+    if (same_sources >= 0) j["train_overlap"] = {{"sources", same_sources}, {"pairs", same_pairs}};
     write_file_atomic(json_out, j.dump(2) + "\n");
   }
   return 0;

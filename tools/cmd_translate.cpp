@@ -61,9 +61,26 @@ int cmd_translate(const Args& args) {
   std::vector<EncodedPair> pairs;
   std::vector<std::vector<std::string>> sources;
   std::vector<size_t> where;
+  // Words the model never saw are read as <unk>: said on standard error (the first few lines in
+  // full, then a count), never in the translations themselves.
+  size_t unknown = 0, unknown_lines = 0, words = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
     auto tokens = m.preprocess.tokenize(lines[i]);
     if (tokens.empty()) continue;
+    std::string missing;
+    size_t here = 0;
+    for (const auto& t : tokens)
+      if (!m.src.contains(t)) {
+        ++here;
+        if (here <= 8) missing += fmt::format("{}'{}'", missing.empty() ? "" : ", ", t);
+      }
+    words += tokens.size();
+    if (here > 0) {
+      if (++unknown_lines <= 5)
+        fmt::print(stderr, "tapestry translate: line {}: {} word{} read as <unk>: {}{}\n", i + 1,
+                   here, here == 1 ? "" : "s", missing, here > 8 ? ", ..." : "");
+      unknown += here;
+    }
     pairs.push_back({m.src.encode(tokens), {}});
     sources.push_back(std::move(tokens));
     where.push_back(i);
@@ -74,6 +91,11 @@ int cmd_translate(const Args& args) {
   o.max_len_ratio = max_ratio;
   o.max_len_extra = max_extra;
   o.length_penalty = length_penalty;
+  if (unknown > 0)
+    fmt::print(stderr,
+               "tapestry translate: {} of {} input words ({} of {} sentences) are not in the "
+               "model's vocabulary and were read as <unk>\n",
+               unknown, words, unknown_lines, pairs.size());
   auto hyps = translate(*m.model, pairs, batch_size, o);
 
   std::vector<std::vector<std::string>> out(lines.size());

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "tapestry/models/corpus.h"
+#include "tools/run_dir.h"
 
 namespace tapestry::cli {
 
@@ -107,6 +108,19 @@ std::string TrainSettings::data_description() const {
   if (!task.empty()) return task;
   if (!data.empty()) return data;
   return train_prefix;
+}
+
+TrainData run_data(const std::string& dir) {
+  const Args args = RunDir::open(dir).read_command();
+  TrainSettings s;
+  Flags f("tapestry train [options]", "");
+  s.declare(f);
+  try {
+    f.parse(args);
+  } catch (const UsageError& e) {
+    throw Error(fmt::format("'{}/command.json': {}", dir, e.message));
+  }
+  return load_train_data(s);
 }
 
 TrainData load_train_data(const TrainSettings& s) {

@@ -49,6 +49,10 @@ struct TrainData {
   int64_t dropped = 0;      // pairs removed by filters
 };
 TrainData load_train_data(const TrainSettings& s);
+// The data of the run in `dir`, rebuilt from its command.json as `train` built it (a toy task is
+// generated again from its seed, files are read again). Throws Error when the run has no
+// command.json or its data cannot be loaded any more.
+TrainData run_data(const std::string& dir);
 
 models::Seq2SeqConfig model_config(const TrainSettings& s, int64_t src_vocab, int64_t tgt_vocab);
 models::TrainOptions train_options(const TrainSettings& s);
