@@ -454,3 +454,53 @@ TEST_CASE("report: bad flags exit with status 2", "[report]") {
   CHECK(help.status == 0);
   CHECK_THAT(help.out, Contains("--max-sentences"));
 }
+
+TEST_CASE("report html: the true alignment is outlined, one cell per row that has one",
+          "[report]") {
+  html::HeatmapOptions o;
+  o.cell = 20;
+  o.outline = {2, -1};
+  const std::string svg = html::heatmap({"a", "b", "c"}, {"x", "y"}, {0, 0, 1, 1, 0, 0}, o);
+  const auto truth = matches(svg, "<rect class=\"truth\" x=\"([0-9.]+)\" y=\"([0-9.]+)\"");
+  REQUIRE(truth.size() == 1);
+  const auto cells = matches(svg, "<rect class=\"cell\" x=\"([0-9.]+)\" y=\"([0-9.]+)\"");
+  CHECK(std::stod(truth[0][0]) == Approx(std::stod(cells[2][0]) + 1));  // row 0, column 2
+  CHECK(std::stod(truth[0][1]) == Approx(std::stod(cells[2][1]) + 1));
+  CHECK_THAT(svg, Contains("true alignment: c -&gt; x"));
+  CHECK_THAT(svg, Contains(">true alignment</text>"));  // in the legend
+  CHECK_THAT(html::heatmap({"a"}, {"x"}, {1}, {}), !Contains("true alignment"));
+}
+
+TEST_CASE("report: on a task that knows the alignment, the heatmaps outline it", "[report]") {
+  const fs::path& run = tiny_run();
+  const std::string align = slurp(run / "test.align");
+  CHECK(count(align, "\n") == 50);  // one line per test sentence
+  const Result r = tapestry_run(fmt::format("report --model '{}'", run.string()));
+  REQUIRE(r.status == 0);
+  const std::string page = slurp(run / "report.html");
+  // Every sample says either how many rows hit the outlined alignment, or why there is none.
+  const size_t outlined = count(page, "The orange outlines mark the true alignment");
+  const size_t differs = count(page, "The output differs from the reference");
+  CHECK(outlined + differs == 6);
+  CHECK(count(page, "class=\"truth\"") >= 3 * outlined);  // at least 3 tokens a sentence
+}
+
+TEST_CASE("translate --heatmap draws each sentence's attention in a self-contained page",
+          "[report]") {
+  const fs::path& run = tiny_run();
+  const fs::path in = scratch() / "heat.in", page_path = scratch() / "heat.html";
+  std::ofstream(in) << "a b c\n\nd e zz f\n";
+  const Result r = tapestry_run(fmt::format("translate --model '{}' --input '{}' --heatmap '{}'",
+                                            run.string(), in.string(), page_path.string()));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const std::string page = slurp(page_path);
+  CHECK(page.starts_with("<!DOCTYPE html>"));
+  CHECK(count(page, "<section>") == 2);  // the empty line has nothing to draw
+  CHECK(count(page, "aria-label=\"attention weights\"") == 2);
+  CHECK_THAT(page, Contains("<h2>Line 3</h2>"));
+  CHECK_THAT(page, Contains(">zz*</text>"));  // read as <unk>
+  const std::string low = lower(page);
+  for (const char* ref : {"<script", "http://", "https://", "<link", "<img", "url("})
+    CHECK(low.find(ref) == std::string::npos);
+}

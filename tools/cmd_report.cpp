@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 
 #include "tapestry/core/errors.h"
 #include "tapestry/models/bleu.h"
@@ -75,6 +77,7 @@ struct TestSentence {
   std::string src_text, ref_text;
   std::vector<std::string> src, ref;  // tokens
   models::EncodedPair ids;
+  std::vector<int32_t> align;  // the true alignment of each reference token (test.align), or empty
 };
 
 // The lines of a text file; a final newline ends the last line, a trailing '\r' is dropped.
@@ -158,6 +161,29 @@ std::vector<TestSentence> read_test_split(const RunFiles& run, const models::Sav
     t.ref_text = m.preprocess.detokenize(t.ref);
     t.ids.src = m.src.encode(t.src);
     t.ids.tgt = m.tgt.encode(t.ref);
+  }
+  // The true alignment, on the toy tasks that know it: a line of source positions per sentence.
+  const std::string align_path = run.file("test.align");
+  if (fs::exists(align_path, ec)) {
+    const auto lines = read_lines(align_path);
+    if (lines.size() != out.size())
+      throw Error(fmt::format("'{}' has {} lines but '{}' has {}: one line per test sentence",
+                              align_path, lines.size(), src_path, out.size()));
+    for (size_t i = 0; i < lines.size(); ++i) {
+      std::istringstream in(lines[i]);
+      for (std::string item; in >> item;) {
+        int32_t j = 0;
+        auto [ptr, err] = std::from_chars(item.data(), item.data() + item.size(), j);
+        if (err != std::errc() || ptr != item.data() + item.size() || j < -1 ||
+            j >= static_cast<int32_t>(out[i].src.size()))
+          throw Error(fmt::format("{}:{}: '{}' is not a source position (-1 to {})", align_path,
+                                  i + 1, item, out[i].src.size() - 1));
+        out[i].align.push_back(j);
+      }
+      if (out[i].align.size() != out[i].ref.size())
+        throw Error(fmt::format("{}:{}: {} positions for {} reference tokens", align_path, i + 1,
+                                out[i].align.size(), out[i].ref.size()));
+    }
   }
   return out;
 }
@@ -552,7 +578,27 @@ std::string samples_section(const ReportSettings& rs, models::SavedModel& m,
       if (h.finished) rows.push_back("<eos>");
       const size_t expected = rows.size() * cols.size();
       if (h.attention.size() == expected && !rows.empty()) {
-        s += html::heatmap(cols, rows, h.attention);
+        // The true alignment outlined where the output is the reference (rows are its tokens),
+        // and how many rows' largest weight falls on it.
+        html::HeatmapOptions ho;
+        if (!t.align.empty() && match) {
+          ho.outline = t.align;
+          size_t known = 0, hit = 0;
+          for (size_t r = 0; r < t.align.size(); ++r) {
+            if (t.align[r] < 0) continue;
+            ++known;
+            const auto row = h.attention.begin() + static_cast<long>(r * cols.size());
+            hit += std::max_element(row, row + static_cast<long>(cols.size())) - row == t.align[r];
+          }
+          s += fmt::format(
+              "<p class=\"note\">The orange outlines mark the true alignment: the row's largest "
+              "weight falls on it for {} of {} tokens.</p>\n",
+              hit, known);
+        } else if (!t.align.empty()) {
+          s += "<p class=\"note\">The output differs from the reference, whose tokens the true "
+               "alignment describes: no outlines.</p>\n";
+        }
+        s += html::heatmap(cols, rows, h.attention, ho);
       } else {
         s += fmt::format(
             "<p class=\"note\">No attention matrix to draw ({} weights for {} x {} "

@@ -10,6 +10,7 @@
 #include "tapestry/models/saved_model.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
+#include "tools/report_html.h"
 #include "tools/run_dir.h"
 #include "tools/text_files.h"
 
@@ -28,10 +29,41 @@ constexpr const char* kAbout =
     "examples:\n"
     "  echo 'the big red house' | tapestry translate --model runs/grammar\n"
     "  tapestry translate --model runs/m30k --input test.de --beam 5 --attention attn.json";
+constexpr const char* kHeatmapCss = R"css(
+body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px;
+       color: #1d2330; max-width: 1100px; }
+h1 { font-size: 20px; } h2 { font-size: 15px; margin: 22px 0 4px; }
+.note { color: #5b6475; font-size: 13px; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 10px; margin: 4px 0 8px; }
+dt { color: #5b6475; } dd { margin: 0; }
+)css";
+
+// One sentence's section of the --heatmap page: its source, its translation and the attention.
+std::string heatmap_section(const SavedModel& m, const std::vector<std::string>& source,
+                            const EncodedPair& pair, const Hypothesis& h, size_t line,
+                            bool has_attention) {
+  std::vector<std::string> cols, rows = m.tgt.decode(h.tokens);
+  for (size_t j = 0; j < source.size(); ++j)
+    cols.push_back(pair.src[j] == Vocab::kUnk && source[j] != "<unk>" ? source[j] + "*"
+                                                                      : source[j]);
+  const std::string output = m.preprocess.detokenize(rows);
+  if (h.finished) rows.push_back("<eos>");
+  std::string s = fmt::format(
+      "<section><h2>Line {}</h2><dl><dt>source</dt><dd>{}</dd><dt>output</dt><dd>{}</dd></dl>\n",
+      line, html::escape(m.preprocess.detokenize(source)), html::escape(output));
+  if (!has_attention)
+    return s +
+           "<p class=\"note\">No attention: this model's decoder reads only the encoder's "
+           "final state.</p></section>\n";
+  if (rows.empty() || h.attention.size() != rows.size() * cols.size())
+    return s + "<p class=\"note\">No attention matrix to draw.</p></section>\n";
+  return s + html::heatmap(cols, rows, h.attention) + "</section>\n";
+}
+
 }  // namespace
 
 int cmd_translate(const Args& args) {
-  std::string model, input, attention_out;
+  std::string model, input, attention_out, heatmap_out;
   int64_t beam = 1, nbest = 1, batch_size = 64, max_extra = 5;
   double max_ratio = 2.0, length_penalty = 1.0;
   Flags f("tapestry translate --model DIR [options] [< input]", kAbout);
@@ -45,6 +77,8 @@ int cmd_translate(const Args& args) {
   f.add("length-penalty", &length_penalty, "rank by log p / length^alpha", 0, 10);
   f.add("batch-size", &batch_size, "sentences decoded together", 1, 100000);
   f.add("attention", &attention_out, "write the attention weights as JSON to this file");
+  f.add("heatmap", &heatmap_out,
+        "draw each sentence's attention as a heatmap in this HTML page (self-contained)");
   if (!f.parse(args)) return 0;
   if (model.empty()) throw UsageError{"--model is required (a run directory or .safetensors file)"};
   if (nbest > beam)
@@ -100,7 +134,11 @@ int cmd_translate(const Args& args) {
 
   std::vector<std::vector<std::string>> out(lines.size());
   nlohmann::json attention = nlohmann::json::array();
+  std::string page;  // the heatmaps, one section per sentence (best translation only)
+  const bool has_attention = m.model->config().attention != nn::AttentionKind::none;
   for (size_t k = 0; k < pairs.size(); ++k) {
+    if (!heatmap_out.empty() && !hyps[k].empty())
+      page += heatmap_section(m, sources[k], pairs[k], hyps[k][0], where[k] + 1, has_attention);
     for (const Hypothesis& h : hyps[k]) {
       std::vector<std::string> tokens = m.tgt.decode(h.tokens);
       const std::string text = m.preprocess.detokenize(tokens);
@@ -128,6 +166,20 @@ int cmd_translate(const Args& args) {
     for (const auto& s : out[i]) fmt::print("{}\n", s);
   }
   if (!attention_out.empty()) write_file_atomic(attention_out, attention.dump() + "\n");
+  if (!heatmap_out.empty()) {
+    const std::string title = fmt::format("Attention of {}", model);
+    write_file_atomic(
+        heatmap_out,
+        fmt::format("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+                    "<title>{0}</title>\n<style>{1}</style></head><body>\n<h1>{0}</h1>\n"
+                    "<p class=\"note\">{2} &middot; {3} sentence{4} &middot; {5}. One row per "
+                    "output token (and the final &lt;eos&gt;), one column per source token; "
+                    "darker is more weight. A * marks a source word outside the model's "
+                    "vocabulary, read as &lt;unk&gt;.</p>\n{6}</body></html>\n",
+                    html::escape(title), kHeatmapCss, html::escape(m.model->config().summary()),
+                    pairs.size(), pairs.size() == 1 ? "" : "s",
+                    beam > 1 ? fmt::format("beam {}", beam) : std::string("greedy"), page));
+  }
   return 0;
 }
 

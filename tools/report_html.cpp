@@ -276,7 +276,7 @@ std::string heatmap(const std::vector<std::string>& col_labels,
   const double right = rotate ? std::max(12.0, col_w * kSin45 - cell / 2.0 + 6) : 12;
   const double map_w = static_cast<double>(cols) * cell, map_h = static_cast<double>(rows) * cell;
   const double legend_h = 34;
-  const double width = std::max(left + map_w + right, left + 240);
+  const double width = std::max(left + map_w + right, left + (o.outline.empty() ? 240 : 340));
   const double height = top + map_h + legend_h + 8;
 
   std::string svg = svg_open(width, height, "attention weights");
@@ -315,6 +315,15 @@ std::string heatmap(const std::vector<std::string>& col_labels,
   svg += fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n",
       num(left), num(top), num(map_w), num(map_h));
+  for (size_t r = 0; r < rows && r < o.outline.size(); ++r) {
+    const int32_t c = o.outline[r];
+    if (c < 0 || static_cast<size_t>(c) >= cols) continue;
+    svg += fmt::format(
+        "<rect class=\"truth\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
+        "stroke=\"#e8590c\" stroke-width=\"2\"><title>true alignment: {} -&gt; {}</title></rect>\n",
+        num(left + static_cast<double>(c) * cell + 1), num(top + static_cast<double>(r) * cell + 1),
+        cell - 2, cell - 2, escape(col_labels[static_cast<size_t>(c)]), escape(row_labels[r]));
+  }
 
   // The colour scale: eleven swatches from 0 to 1.
   const double ly = top + map_h + 12;
@@ -329,6 +338,12 @@ std::string heatmap(const std::vector<std::string>& col_labels,
       "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">1</text>"
       "<text x=\"{}\" y=\"{}\" dy=\"0.35em\">attention weight</text></g>\n",
       num(left + 6), num(ly + 21), num(left + 126), num(ly + 21), num(left + 140), num(ly + 5));
+  if (!o.outline.empty())
+    svg += fmt::format(
+        "<g font-size=\"10\" fill=\"{}\"><rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" "
+        "fill=\"none\" stroke=\"#e8590c\" stroke-width=\"2\"/><text x=\"{}\" y=\"{}\" "
+        "dy=\"0.35em\">true alignment</text></g>\n",
+        kAxis, num(left + 240), num(ly), num(left + 254), num(ly + 5));
   return svg + "</svg>\n";
 }
 

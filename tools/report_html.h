@@ -56,6 +56,9 @@ struct HeatmapOptions {
   // and 28 per cell).
   int cell = 0;
   int decimals = 3;  // of the weights in the tooltips
+  // Per row, a column to outline (the true alignment: the source token the row's token
+  // translates), -1 for none; empty for no outlines.
+  std::vector<int32_t> outline{};
 };
 
 // An attention matrix: weights (rows x cols, row-major) with rows labelled by `row_labels` (output

@@ -76,6 +76,17 @@ void RunDir::write_test_split(const std::vector<models::Example>& test,
   }
   write_file_atomic(file("test.src"), src);
   write_file_atomic(file("test.ref"), ref);
+  // The true alignment, where the data knows it (the toy tasks): per reference token, the
+  // position of the source token it translates, or -1.
+  if (std::all_of(test.begin(), test.end(), [](const auto& e) { return !e.align.empty(); })) {
+    std::string align;
+    for (const auto& e : test) {
+      for (size_t t = 0; t < e.align.size(); ++t)
+        align += fmt::format("{}{}", t ? " " : "", e.align[t]);
+      align += "\n";
+    }
+    write_file_atomic(file("test.align"), align);
+  }
 }
 
 void RunDir::append_metrics(const std::string& json_line) const {

@@ -40,6 +40,7 @@ class RunDir {
 
   void write_command(const Args& args) const;
   Args read_command() const;
+  // test.src and test.ref, and test.align where every example knows its true alignment.
   void write_test_split(const std::vector<models::Example>& test,
                         const models::Preprocess& prep) const;
   void append_metrics(const std::string& json_line) const;
