@@ -299,12 +299,13 @@ TEST_CASE("report: a self-contained page with curves, heatmaps and BLEU by lengt
   CHECK(low.find("<img") == std::string::npos);
   CHECK(low.find("<link") == std::string::npos);
 
-  // Two curves charts (the run decoded validation sentences), six heatmaps, one bar chart.
+  // Two curves charts (the run decoded validation sentences), six sample heatmaps and the probe
+  // sentence's two (one an epoch), one bar chart.
   CHECK(count(page, "aria-label=\"cross-entropy per token by epoch\"") == 1);
   CHECK(count(page, "aria-label=\"BLEU / percent by epoch\"") == 1);
-  CHECK(count(page, "aria-label=\"attention weights\"") == 6);
+  CHECK(count(page, "aria-label=\"attention weights\"") == 6 + 2);
   CHECK(count(page, "aria-label=\"corpus BLEU by source length (tokens)\"") == 1);
-  CHECK(count(page, "<svg") == 9);
+  CHECK(count(page, "<svg") == 9 + 2);
   CHECK_THAT(page, Contains(">train loss</text>"));
   CHECK_THAT(page, Contains(">valid loss</text>"));
   CHECK_THAT(page, Contains(" -&gt; &lt;eos&gt;: "));  // hover titles of the <eos> row
@@ -335,7 +336,7 @@ TEST_CASE("report: options for samples, beam, sentences, title and output file",
   REQUIRE(r.status == 0);
   CHECK(r.out == out.string() + "\n");
   const std::string page = slurp(out);
-  CHECK(count(page, "aria-label=\"attention weights\"") == 2);
+  CHECK(count(page, "aria-label=\"attention weights\"") == 2 + 2);  // and the probe's
   CHECK_THAT(page, Contains("<title>&lt;T&amp;C&gt;</title>"));
   CHECK_THAT(page, Contains("<h1>&lt;T&amp;C&gt;</h1>"));
   CHECK_THAT(page, Contains("beam search (k = 3)"));
@@ -343,7 +344,7 @@ TEST_CASE("report: options for samples, beam, sentences, title and output file",
   CHECK_THAT(page, Contains("the first 10 of 50"));
 }
 
-TEST_CASE("report: --samples 0 leaves out the heatmaps", "[report]") {
+TEST_CASE("report: --samples 0 leaves out the samples' heatmaps", "[report]") {
   const fs::path& run = tiny_run();
   const fs::path out = scratch() / "no-samples.html";
   const Result r = tapestry_run(
@@ -351,9 +352,9 @@ TEST_CASE("report: --samples 0 leaves out the heatmaps", "[report]") {
   INFO(r.err);
   REQUIRE(r.status == 0);
   const std::string page = slurp(out);
-  CHECK(count(page, "aria-label=\"attention weights\"") == 0);
+  CHECK(count(page, "aria-label=\"attention weights\"") == 2);  // the probe's, one an epoch
   CHECK_THAT(page, Contains("None (--samples 0)"));
-  CHECK(count(page, "<svg") == 3);
+  CHECK(count(page, "<svg") == 3 + 2);
 }
 
 TEST_CASE("report: a model without attention says so instead of drawing", "[report]") {
@@ -414,6 +415,17 @@ TEST_CASE("report: a bad run directory gives one clear message and status 1", "[
     std::ofstream(dir / "metrics.jsonl", std::ios::trunc)
         << "{\"epoch\": 1, \"train_loss\": \"low\", \"valid_loss\": 1}\n";
     fails(dir, (dir / "metrics.jsonl").string() + ":1: 'train_loss' is \"low\", not a number");
+  }
+  SECTION("a metrics line of an unknown kind, and a malformed probe") {
+    const fs::path dir = copy("bad-kind");
+    std::ofstream(dir / "metrics.jsonl", std::ios::trunc)
+        << "{\"kind\": \"batch\", \"epoch\": 1}\n";
+    fails(dir, (dir / "metrics.jsonl").string() + ":1: unknown kind \"batch\"");
+    std::ofstream(dir / "metrics.jsonl", std::ios::trunc)
+        << "{\"epoch\": 1, \"train_loss\": 2, \"valid_loss\": 1, \"probe\": {\"source\": "
+           "[\"a\"], \"target\": [\"x\"], \"weights\": [[0.5, 0.5]]}}\n";
+    fails(dir, (dir / "metrics.jsonl").string() +
+                   ":1: 'probe' has a row of another length than its source");
   }
   SECTION("a metrics line without a loss") {
     const fs::path dir = copy("no-loss");
@@ -479,7 +491,7 @@ TEST_CASE("report: on a task that knows the alignment, the heatmaps outline it",
   REQUIRE(r.status == 0);
   const std::string page = slurp(run / "report.html");
   // Every sample says either how many rows hit the outlined alignment, or why there is none.
-  const size_t outlined = count(page, "The orange outlines mark the true alignment");
+  const size_t outlined = count(page, "the row's largest weight falls on it");
   const size_t differs = count(page, "The output differs from the reference");
   CHECK(outlined + differs == 6);
   CHECK(count(page, "class=\"truth\"") >= 3 * outlined);  // at least 3 tokens a sentence
@@ -503,4 +515,45 @@ TEST_CASE("translate --heatmap draws each sentence's attention in a self-contain
   const std::string low = lower(page);
   for (const char* ref : {"<script", "http://", "https://", "<link", "<img", "url("})
     CHECK(low.find(ref) == std::string::npos);
+}
+
+TEST_CASE("report: the loss of single steps, and the probe sentence at every epoch", "[report]") {
+  const fs::path dir = scratch() / "run-steps";
+  const Result t = tapestry_run(
+      fmt::format("train --task reverse --min-len 3 --max-len 6 --train-size 500 --valid-size 50 "
+                  "--test-size 50 --epochs 2 --hidden 16 --emb 8 --log-every 5 --quiet --out '{}'",
+                  dir.string()));
+  INFO(t.err);
+  REQUIRE(t.status == 0);
+  // A line at every 5th step of each epoch, and each epoch's line with its probe.
+  const std::string log = slurp(dir / "metrics.jsonl");
+  const auto per_epoch = matches(log, "\"epoch_steps\":(\\d+)");
+  REQUIRE(!per_epoch.empty());
+  const int steps = std::stoi(per_epoch[0][0]), lines = steps / 5;
+  CHECK(count(log, "\"kind\":\"step\"") == static_cast<size_t>(2 * lines));
+  CHECK(count(log, "\"probe\":") == 2);
+  // A resumed run logs an interrupted epoch's steps again: the later lines win. This one is
+  // epoch 2's 5th step again, so it replaces every line of epoch 2 before it.
+  std::ofstream(dir / "metrics.jsonl", std::ios::app) << fmt::format(
+      "{{\"kind\":\"step\",\"epoch\":2,\"step\":{},\"epoch_step\":5,\"epoch_steps\":{},"
+      "\"loss\":0.5,\"lr\":0.001,\"elapsed_seconds\":1}}\n",
+      steps + 5, steps);
+  const Result r = tapestry_run(fmt::format("report --model '{}'", dir.string()));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const std::string page = slurp(dir / "report.html");
+  CHECK_THAT(page, Contains(">train loss, single steps</text>"));
+  CHECK_THAT(page, Contains("logged every 5 steps"));
+  // The single steps are a thin line without points: epoch 1's and the one line of epoch 2.
+  const auto thin = matches(page,
+                            "stroke-width=\"1.2\" stroke-linejoin=\"round\" "
+                            "stroke-opacity=\"0.7\" points=\"([^\"]*)\"");
+  REQUIRE(thin.size() == 1);
+  CHECK(count(thin[0][0], ",") == static_cast<size_t>(lines + 1));
+  CHECK(count(page, "<circle class=\"point\"") == 10);  // the epochs' points, as before
+  // The probe: one heatmap per epoch with the true alignment outlined.
+  CHECK_THAT(page, Contains("<h2>Attention over training</h2>"));
+  CHECK(count(page, "<figcaption>epoch ") == 2);
+  CHECK(count(page, "aria-label=\"attention weights\"") == 6 + 2);
+  CHECK(count(page, "class=\"truth\"") > 0);
 }

@@ -49,6 +49,7 @@ constexpr size_t kSampleMaxLen = 20;
 constexpr const char* kBlue = "#2f6fb0";
 constexpr const char* kOrange = "#e07b24";
 constexpr const char* kGreen = "#2e9a4c";
+constexpr const char* kLightBlue = "#8fb4dc";
 
 struct ReportSettings {
   std::string model_dir, out, title;
@@ -96,13 +97,56 @@ std::vector<std::string> read_lines(const std::string& path) {
   return lines;
 }
 
-std::vector<Epoch> read_metrics(const std::string& path) {
+// The training loss logged every --log-every steps.
+struct StepPoint {
+  double epoch = 0, step = 0, epoch_step = 0, epoch_steps = 0, loss = NAN;
+};
+
+// A probe sentence's attention at the end of an epoch (reading its reference).
+struct Probe {
+  double epoch = 0;
+  std::vector<std::string> source, target;
+  std::vector<float> weights;  // target x source, row-major
+  std::vector<int32_t> align;  // the true alignment, if known
+};
+
+struct Metrics {
+  std::vector<Epoch> epochs;
+  std::vector<StepPoint> steps;
+  std::vector<Probe> probes;
+};
+
+Probe read_probe(const json& j, double epoch, const std::string& where) {
+  auto bad = [&](const std::string& why) {
+    return Error(fmt::format("{}: 'probe' {}", where, why));
+  };
+  if (!j.is_object()) throw bad("is not an object");
+  Probe p;
+  p.epoch = epoch;
+  try {
+    p.source = j.at("source").get<std::vector<std::string>>();
+    p.target = j.at("target").get<std::vector<std::string>>();
+    for (const auto& row : j.at("weights")) {
+      auto r = row.get<std::vector<float>>();
+      if (r.size() != p.source.size()) throw bad("has a row of another length than its source");
+      p.weights.insert(p.weights.end(), r.begin(), r.end());
+    }
+    if (j.contains("align")) p.align = j.at("align").get<std::vector<int32_t>>();
+  } catch (const json::exception& e) {
+    throw bad(fmt::format("is malformed: {}", e.what()));
+  }
+  if (p.source.empty() || p.weights.size() != p.source.size() * p.target.size())
+    throw bad("has no weights for its source and target");
+  return p;
+}
+
+Metrics read_metrics(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     throw Error(
         fmt::format("'{}' is missing: the run has no metrics log (did an epoch finish?)", path));
   const std::vector<std::string> lines = read_lines(path);
-  std::vector<Epoch> epochs;
+  Metrics out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
     const std::string where = fmt::format("{}:{}", path, i + 1);
@@ -113,12 +157,32 @@ std::vector<Epoch> read_metrics(const std::string& path) {
       throw Error(fmt::format("{}: not valid JSON: {}", where, e.what()));
     }
     if (!j.is_object()) throw Error(fmt::format("{}: not a JSON object", where));
+    auto number = [&](const char* key) -> double {
+      if (!j.contains(key)) throw Error(fmt::format("{}: no '{}'", where, key));
+      const json& v = j[key];
+      if (v.is_null()) return NAN;  // JSON writes NaN and infinities as null
+      if (!v.is_number())
+        throw Error(fmt::format("{}: '{}' is {}, not a number", where, key, v.dump()));
+      return v.get<double>();
+    };
+    if (j.contains("kind")) {
+      if (j["kind"] != "step")
+        throw Error(fmt::format("{}: unknown kind {} (valid: \"step\")", where, j["kind"].dump()));
+      StepPoint p{number("epoch"), number("step"), number("epoch_step"), number("epoch_steps"),
+                  number("loss")};
+      // A resumed run logs the steps of its interrupted epoch again: the later lines win.
+      while (!out.steps.empty() && out.steps.back().step >= p.step) out.steps.pop_back();
+      out.steps.push_back(p);
+      continue;
+    }
     Epoch ep;
     for (const auto& [key, v] : j.items()) {
       if (key == "best") {
         if (!v.is_boolean())
           throw Error(fmt::format("{}: 'best' is {}, not true or false", where, v.dump()));
         ep.best = v.get<bool>();
+      } else if (key == "probe") {
+        continue;  // read below, once the epoch is known
       } else if (v.is_number()) {
         ep.values[key] = v.get<double>();
       } else if (!v.is_null()) {  // JSON writes NaN and infinities as null
@@ -129,10 +193,11 @@ std::vector<Epoch> read_metrics(const std::string& path) {
       if (!j.contains(key)) throw Error(fmt::format("{}: no '{}'", where, key));
     if (!std::isfinite(ep.get("epoch")))
       throw Error(fmt::format("{}: 'epoch' is not a number", where));
-    epochs.push_back(std::move(ep));
+    if (j.contains("probe")) out.probes.push_back(read_probe(j["probe"], ep.get("epoch"), where));
+    out.epochs.push_back(std::move(ep));
   }
-  if (epochs.empty()) throw Error(fmt::format("'{}' holds no epochs", path));
-  return epochs;
+  if (out.epochs.empty()) throw Error(fmt::format("'{}' holds no epochs", path));
+  return out;
 }
 
 std::vector<TestSentence> read_test_split(const RunFiles& run, const models::SavedModel& m) {
@@ -251,6 +316,7 @@ dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: 3px 14px; ma
 dl.kv dt { color: #59636e; }
 dl.kv dd { margin: 0; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
 .charts { display: flex; flex-wrap: wrap; gap: 14px; align-items: flex-start; }
+.probes { display: flex; flex-wrap: wrap; gap: 10px; align-items: flex-start; }
 figure { margin: 0; padding: 10px 12px 6px; }
 figcaption { font-weight: 600; font-size: .95rem; margin-bottom: 4px; }
 svg { display: block; max-width: 100%; height: auto; }
@@ -426,7 +492,8 @@ std::string header(const ReportSettings& rs, const RunFiles& run, models::SavedM
   return s;
 }
 
-std::string curves(const std::vector<Epoch>& epochs) {
+std::string curves(const Metrics& metrics) {
+  const std::vector<Epoch>& epochs = metrics.epochs;
   // Losses are logged every epoch (a missing value is a non-finite loss: a gap in the line);
   // scores only in epochs that decoded (`gaps` false: such epochs are left out).
   auto series = [&](const char* name, const char* key, const char* color, double scale, bool gaps) {
@@ -441,14 +508,27 @@ std::string curves(const std::vector<Epoch>& epochs) {
   std::string s =
       "<h2>Training</h2>\n<p>The training loss is the mean over each epoch's batches (with "
       "dropout and teacher forcing as trained); the validation loss and scores are measured after "
-      "the epoch. Hover a point for its value.</p>\n<div class=\"charts\">\n";
+      "the epoch. Hover a point for its value.";
+  // The loss of single steps, as logged every --log-every steps, at its place within the epoch.
+  html::Series steps{"train loss, single steps", kLightBlue, {}, {}, false};
+  for (const auto& p : metrics.steps) {
+    steps.x.push_back(p.epoch - 1 + (p.epoch_steps > 0 ? p.epoch_step / p.epoch_steps : 1));
+    steps.y.push_back(p.loss);
+  }
+  if (!steps.x.empty())
+    // An epoch's first line is written at step --log-every.
+    s +=
+        fmt::format(" The thin line is the loss of single training steps, logged every {:g} steps.",
+                    metrics.steps.front().epoch_step);
+  s += "</p>\n<div class=\"charts\">\n";
   html::LineChartOptions loss;
   loss.x_label = "epoch";
   loss.y_label = "cross-entropy per token";
   s += "<figure><figcaption>Loss</figcaption>\n";
-  s += html::line_chart({series("train loss", "train_loss", kBlue, 1, true),
-                         series("valid loss", "valid_loss", kOrange, 1, true)},
-                        loss);
+  std::vector<html::Series> loss_series{series("train loss", "train_loss", kBlue, 1, true),
+                                        series("valid loss", "valid_loss", kOrange, 1, true)};
+  if (!steps.x.empty()) loss_series.insert(loss_series.begin(), steps);
+  s += html::line_chart(loss_series, loss);
   s += "</figure>\n";
   const bool decoded = std::any_of(epochs.begin(), epochs.end(),
                                    [](const Epoch& e) { return e.values.count("valid_bleu") > 0; });
@@ -496,6 +576,39 @@ std::string curves(const std::vector<Epoch>& epochs) {
         fixed(e.get("skipped_steps"), 0), e.best ? "&#9733;" : "");
   }
   return s + "</table>\n</details>\n";
+}
+
+// The probe sentence's attention over training: up to 8 epochs, evenly spread, first and last.
+std::string probe_section(const std::vector<Probe>& probes) {
+  if (probes.empty()) return "";
+  std::vector<size_t> shown;
+  const size_t n = probes.size(), k = std::min<size_t>(n, 8);
+  for (size_t i = 0; i < k; ++i) {
+    const size_t at = k == 1 ? n - 1 : i * (n - 1) / (k - 1);
+    if (shown.empty() || shown.back() != at) shown.push_back(at);
+  }
+  const Probe& last = probes.back();
+  std::string src;
+  for (const auto& w : last.source) src += (src.empty() ? "" : " ") + w;
+  std::string s = fmt::format(
+      "<h2>Attention over training</h2>\n<p>The first validation sentence, <i>{}</i>, read with "
+      "its reference at the end of {} (as Joey NMT keeps it): how the attention sharpens as the "
+      "model learns.{}</p>\n<div class=\"probes\">\n",
+      escape(src),
+      n == shown.size() ? "every epoch" : fmt::format("{} of the {} epochs", shown.size(), n),
+      last.align.empty() ? "" : " The orange outlines are the true alignment.");
+  for (size_t i : shown) {
+    const Probe& p = probes[i];
+    html::HeatmapOptions o;
+    o.cell = 14;
+    if (!p.align.empty()) {
+      o.outline = p.align;
+      o.outline.push_back(-1);  // the <eos> row
+    }
+    s += fmt::format("<figure><figcaption>epoch {:g}</figcaption>\n{}</figure>\n", p.epoch,
+                     html::heatmap(p.source, p.target, p.weights, o));
+  }
+  return s + "</div>\n";
 }
 
 // The first n sentences with at most kSampleMaxLen source tokens, then the earliest others if
@@ -746,7 +859,8 @@ int cmd_report(const Args& args) {
     throw Error(
         fmt::format("'{}' is missing: not a training run, or no epoch finished", run.model_path()));
   models::SavedModel model = models::load_model(run.model_path());
-  const std::vector<Epoch> epochs = read_metrics(run.file("metrics.jsonl"));
+  const Metrics metrics = read_metrics(run.file("metrics.jsonl"));
+  const std::vector<Epoch>& epochs = metrics.epochs;
   const std::vector<TestSentence> test = read_test_split(run, model);
   const json result = read_optional_json(run.file("result.json"));
   const json command = read_optional_json(run.file("command.json"));
@@ -755,7 +869,8 @@ int cmd_report(const Args& args) {
     rs.title = fmt::format("Tapestry run {}", fs::path(dir).filename().string());
 
   std::string body = header(rs, run, model, epochs, result, command, test.size());
-  body += curves(epochs);
+  body += curves(metrics);
+  body += probe_section(metrics.probes);
   body += samples_section(rs, model, test);
   body += buckets_section(rs, model, test);
   const double seconds =

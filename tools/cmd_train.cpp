@@ -143,9 +143,23 @@ int cmd_train(const Args& args) {
   const auto n_decode = std::min<size_t>(valid.size(), static_cast<size_t>(s.valid_decode));
   std::span<const EncodedPair> valid_decode(valid.data(), n_decode);
   std::span<const Example> valid_examples(data.splits.valid.data(), n_decode);
+  // The probe: one fixed validation sentence whose attention (reading its reference) is kept at
+  // the end of every epoch, so the report shows how it sharpens.
+  const bool probe = !valid.empty() && model.config().attention != nn::AttentionKind::none;
   for (int64_t epoch = first_epoch; epoch <= s.epochs; ++epoch) {
     EpochResult r = trainer.epoch(train, epoch, [&](const StepProgress& p) {
       if (verbose) progress.step(epoch, s.epochs, p);
+      if (s.log_every > 0 && p.step % s.log_every == 0)
+        run.append_metrics(nlohmann::json{
+            {"kind", "step"},
+            {"epoch", epoch},
+            {"step", trainer.steps()},
+            {"epoch_step", p.step},
+            {"epoch_steps", p.steps},
+            {"loss", p.loss},
+            {"lr", trainer.optimizer().lr()},
+            {"elapsed_seconds",
+             elapsed()}}.dump());
       return limit <= 0 || elapsed() < limit;
     });
     progress.end_epoch();
@@ -178,6 +192,20 @@ int cmd_train(const Args& args) {
                  {{"epoch", std::to_string(epoch)}, {"valid_loss", fmt::format("{}", vl.loss)}});
     }
     m["best"] = improved;
+    if (probe) {
+      const Example& ex = data.splits.valid.front();
+      const std::vector<float> w =
+          reference_attention(model, std::span<const EncodedPair>(valid.data(), 1), 1).front();
+      std::vector<std::string> rows = ex.tgt;
+      rows.push_back("<eos>");
+      nlohmann::json weights = nlohmann::json::array();
+      const size_t cols = ex.src.size();
+      for (size_t t = 0; t < rows.size() && (t + 1) * cols <= w.size(); ++t)
+        weights.push_back(std::vector<float>(w.begin() + static_cast<long>(t * cols),
+                                             w.begin() + static_cast<long>((t + 1) * cols)));
+      m["probe"] = {{"source", ex.src}, {"target", rows}, {"weights", weights}};
+      if (!ex.align.empty()) m["probe"]["align"] = ex.align;
+    }
     run.append_metrics(m.dump());
     run.save_state(model, trainer.optimizer(), {epoch, best, elapsed()});
     trainer.end_epoch(vl.loss);

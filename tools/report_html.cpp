@@ -226,9 +226,10 @@ std::string line_chart(const std::vector<Series>& series, const LineChartOptions
     auto flush = [&] {
       if (!points.empty())
         svg += fmt::format(
-            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" stroke-linejoin=\"round\" "
-            "points=\"{}\"/>\n",
-            escape(s.color), points);
+            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" stroke-linejoin=\"round\" "
+            "{}points=\"{}\"/>\n",
+            escape(s.color), s.points ? "2" : "1.2", s.points ? "" : "stroke-opacity=\"0.7\" ",
+            points);
       points.clear();
     };
     for (size_t i = 0; i < s.x.size(); ++i) {
@@ -239,7 +240,7 @@ std::string line_chart(const std::vector<Series>& series, const LineChartOptions
       points += fmt::format("{}{},{}", points.empty() ? "" : " ", num(px(s.x[i])), num(py(s.y[i])));
     }
     flush();
-    for (size_t i = 0; i < s.x.size(); ++i) {
+    for (size_t i = 0; i < s.x.size() && s.points; ++i) {
       if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
       svg += fmt::format(
           "<circle class=\"point\" cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"{}\"><title>{}, {} {}: "

@@ -37,6 +37,7 @@ struct Series {
   std::string name;
   std::string color;         // CSS colour of the line and its points
   std::vector<double> x, y;  // as many of each; a non-finite y leaves a gap in the line
+  bool points = true;        // a circle (with its value on hover) at each value; else a thin line
 };
 
 struct LineChartOptions {

@@ -74,6 +74,9 @@ void TrainSettings::declare(Flags& f) {
   f.add("seed", &seed, "seed for data, initialisation, dropout and batch order", 0, kBig);
   f.add("threads", &threads, "cores to use (0: all)", 0, 256);
   f.add("time-limit", &time_limit, "stop training after this many minutes (0: none)", 0, 1e6);
+  f.add("log-every", &log_every,
+        "write the training loss to metrics.jsonl every this many steps (0: only per epoch)", 0,
+        kBig);
   f.add_switch("detect-anomaly", &detect_anomaly,
                "stop at the first op whose value or gradient is NaN or infinite, naming it");
   f.add("valid-decode", &valid_decode,

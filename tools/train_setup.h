@@ -32,6 +32,7 @@ struct TrainSettings {
   int64_t seed = 1, threads = 0, valid_decode = 1000, test_beam = 5;
   double time_limit = 0;  // minutes
   bool detect_anomaly = false;
+  int64_t log_every = 50;  // steps between the loss lines of metrics.jsonl (0: none)
   std::string out, resume;
   bool quiet = false;
 
