@@ -37,15 +37,17 @@ void check_cross_entropy(const Shape& s, std::span<const int32_t> targets, int32
 // ---------------------------------------------------------------------------------------------
 // cross_entropy
 // L = mean_i (lse_i - z_i[t_i]), lse_i = logsumexp(z_i);  dz_i += dL (exp(z_i - lse_i) -
-// onehot(t_i)) / count.  Saved: the logits (alive anyway, as their producer's value) and lse per
-// row, from which backward recomputes the probabilities instead of keeping another (N,V) tensor;
-// the targets (attrs) and scalars (count, ignore_index).
+// onehot(t_i)) / count.  Saved: the logits (alive anyway, as their producer's value) and per row
+// lse_i in two parts, the maximum m_i and r_i = log1p(rest_i), from which backward recomputes the
+// probabilities instead of keeping another (N,V) tensor; the targets (attrs) and scalars (count,
+// ignore_index). The target's term p - 1 is computed as expm1(z_t - m - r): for a confident row
+// (p = 1 - 1e-13) exp(.) - 1 would keep 3 of its digits, and m + r rounded as one number fewer.
 void cross_entropy_backward(Tape& tape, const Node& n) {
   Tensor* dz = tape.input_grad(n, 0);
   const double count = n.scalar[0];
   if (!dz || count == 0) return;
   const Tensor& z = tape.saved(n, 0);
-  const Tensor& lse = tape.saved(n, 1);
+  const Tensor& lse = tape.saved(n, 1);  // (N,2): m_i, r_i
   std::span<const int64_t> targets = tape.attrs(n);
   const auto ignore_index = static_cast<int64_t>(n.scalar[1]);
   const int64_t v = z.dim(1);
@@ -58,9 +60,11 @@ void cross_entropy_backward(Tape& tape, const Node& n) {
     for (size_t i = 0; i < targets.size(); ++i) {
       if (targets[i] == ignore_index) continue;
       const int64_t row = static_cast<int64_t>(i) * v;
-      const T l = pl[i];
-      for (int64_t j = 0; j < v; ++j) d[row + j] += g * detail::exp(pz[row + j] - l);
-      d[row + targets[i]] -= g;
+      const T m = pl[2 * i], r = pl[2 * i + 1];
+      const int64_t t = targets[i];
+      for (int64_t j = 0; j < t; ++j) d[row + j] += g * detail::exp((pz[row + j] - m) - r);
+      d[row + t] += g * std::expm1((pz[row + t] - m) - r);
+      for (int64_t j = t + 1; j < v; ++j) d[row + j] += g * detail::exp((pz[row + j] - m) - r);
     }
   });
 }
@@ -73,7 +77,7 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
   check_cross_entropy(logits.shape(), targets, ignore_index);
   const int64_t n = logits.dim(0), v = logits.dim(1);
   Tape* tape = recording_tape({&logits});
-  Tensor lse = tape ? Tensor::zeros({n}, logits.dtype()) : Tensor();
+  Tensor lse = tape ? Tensor::zeros({n, 2}, logits.dtype()) : Tensor();
   double total = 0;
   int64_t count = 0;
   dispatch(logits.dtype(), [&](auto tag) {
@@ -86,7 +90,10 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
       const T m = detail::max_value(zi, v), rest = detail::softmax_rest(zi, v, m);
       total += static_cast<double>(std::log1p(rest) + (m - zi[targets[i]]));
       ++count;
-      if (pl) pl[i] = m + std::log1p(rest);
+      if (pl) {
+        pl[2 * i] = m;
+        pl[2 * i + 1] = std::log1p(rest);
+      }
     }
   });
   Tensor loss =

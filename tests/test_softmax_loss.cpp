@@ -228,6 +228,24 @@ TEST_CASE("cross_entropy keeps the digits of a confident row's small loss", "[lo
           Approx(30 + want).epsilon(1e-14));
 }
 
+TEST_CASE("cross_entropy's gradient keeps the digits of a confident row's p - 1", "[loss]") {
+  // logits [30, 0, 0], target 0: dL/dz_0 = p_0 - 1 = -2e^-30 / (1 + 2e^-30) (-1.87e-13). As
+  // exp(z_0 - lse) - 1 it keeps about 3 digits; the gradients of a trained model's attention are
+  // sums of such terms, and `tapestry explain`'s finite-difference check compares them.
+  for (DType dtype : {DType::f64, DType::f32}) {
+    Tape tape;
+    Var z = tape.leaf(Tensor::from({30, 0, 0}, {1, 3}, dtype));
+    tape.backward(ops::cross_entropy(z, std::vector<int32_t>{0}));
+    const Tensor dz = tape.grad(z);
+    const double e = std::exp(-30.0), p0_minus_1 = -2 * e / (1 + 2 * e);
+    INFO(dtype_name(dtype));
+    const double eps = dtype == DType::f64 ? 1e-14 : 1e-6;
+    CHECK(dz.at(0) == Approx(p0_minus_1).epsilon(eps));
+    CHECK(dz.at(1) == Approx(e / (1 + 2 * e)).epsilon(eps));
+    CHECK(dz.at(2) == Approx(e / (1 + 2 * e)).epsilon(eps));
+  }
+}
+
 TEST_CASE("cross_entropy of a row holding NaN is NaN", "[loss]") {
   // A diverged model's loss must not come out finite (the trainer skips non-finite steps).
   const double nan = std::numeric_limits<double>::quiet_NaN();
