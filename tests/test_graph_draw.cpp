@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "cli_run.h"
+#include "page_check.h"
 #include "tapestry/core/file_io.h"
 #include "tapestry/core/graph_draw.h"
 #include "tapestry/models/batch.h"
@@ -22,6 +23,7 @@
 using namespace tapestry;
 using Catch::Matchers::Contains;
 using tapestry::testing::TempDir;
+using namespace tapestry::testing;
 namespace fs = std::filesystem;
 
 namespace {
@@ -83,50 +85,8 @@ struct DemoStep {
   }
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 bool have(const char* program) {
   return std::system(fmt::format("command -v {} >/dev/null 2>&1", program).c_str()) == 0;
-}
-
-// Nothing that a browser would fetch: no external script, stylesheet, image or frame, no URL
-// but the SVG namespace, and url() only for fragments of the page itself.
-void check_self_contained(const std::string& html) {
-  for (const char* ref : {"<link", "<img", "<iframe", "src=", "@import"})
-    CHECK(html.find(ref) == std::string::npos);
-  for (size_t at = 0; (at = html.find("url(", at)) != std::string::npos; at += 4)
-    CHECK(html.compare(at + 4, 1, "#") == 0);
-  for (size_t at = 0; (at = html.find("http", at)) != std::string::npos; at += 4)
-    CHECK(html.compare(at, 26, "http://www.w3.org/2000/svg") == 0);
-}
-
-// The page as headless Chromium leaves it after its script ran, and what the console said.
-struct Browser {
-  std::string dom, console;
-};
-Browser load_in_chromium(const std::string& html_path) {
-  const std::string log = html_path + ".console";
-  const std::string cmd = fmt::format(
-      "chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-      "--disable-background-networking --disable-component-update --disable-sync "
-      "--user-data-dir='{0}.profile' --enable-logging=stderr --v=0 --dump-dom 'file://{0}' "
-      "2>'{1}'",
-      html_path, log);
-  Browser b;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buf[4096];
-  for (size_t got; (got = fread(buf, 1, sizeof buf, pipe)) > 0;) b.dom.append(buf, got);
-  pclose(pipe);
-  std::istringstream lines(slurp(log));
-  for (std::string line; std::getline(lines, line);)
-    if (line.find(":CONSOLE") != std::string::npos) b.console += line + "\n";
-  return b;
 }
 
 size_t count(const std::string& text, const std::string& what) {
@@ -278,7 +238,8 @@ TEST_CASE("the HTML page is self-contained, and opens and folds regions in Chrom
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
   CHECK(html.find("demo &lt;step> &amp; co") != std::string::npos);
   check_self_contained(html);
-  if (!fs::exists("/usr/bin/chromium")) {
+  CHECK(html.find("<iframe") == std::string::npos);
+  if (!have_chromium()) {
     WARN("chromium not found (apt-get install chromium): the page's script not run");
     return;
   }
@@ -328,7 +289,7 @@ TEST_CASE("NaN and infinities reach the page as text, and it still loads", "[gra
   draw_graph(y, dir / "nan.html");
   const std::string html = slurp(dir / "nan.html");
   CHECK_THAT(html, Contains("\"NaN\"") && Contains("\"-Infinity\""));
-  if (!fs::exists("/usr/bin/chromium")) return;
+  if (!have_chromium()) return;
   Browser b = load_in_chromium(dir / "nan.html");
   CHECK(b.console.empty());
   CHECK(count(b.dom, "class=\"box") == 3);

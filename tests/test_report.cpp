@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "page_check.h"
 #include "tapestry/core/errors.h"
 #include "tools/report_html.h"
 
@@ -324,6 +325,11 @@ TEST_CASE("report: a self-contained page with curves, heatmaps and BLEU by lengt
   // The footer names the command and the files.
   CHECK_THAT(page, Contains(fmt::format("tapestry report --model {}", run.string())));
   CHECK_THAT(page, Contains("metrics.jsonl</code>"));
+  if (tapestry::testing::have_chromium()) {
+    const auto b = tapestry::testing::load_in_chromium(page_path.string());
+    CHECK(b.console.empty());
+    CHECK(count(b.dom, "<svg") == 9 + 2);
+  }
 }
 
 TEST_CASE("report: options for samples, beam, sentences, title and output file", "[report]") {
@@ -515,6 +521,13 @@ TEST_CASE("translate --heatmap draws each sentence's attention in a self-contain
   const std::string low = lower(page);
   for (const char* ref : {"<script", "http://", "https://", "<link", "<img", "url("})
     CHECK(low.find(ref) == std::string::npos);
+  if (!tapestry::testing::have_chromium()) {
+    WARN("chromium not found (apt-get install chromium): the page not loaded");
+    return;
+  }
+  const auto b = tapestry::testing::load_in_chromium(page_path.string());
+  CHECK(b.console.empty());
+  CHECK(count(b.dom, "<svg") == count(page, "<svg"));
 }
 
 TEST_CASE("report: the loss of single steps, and the probe sentence at every epoch", "[report]") {

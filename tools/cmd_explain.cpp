@@ -17,25 +17,32 @@ namespace tapestry::cli {
 namespace {
 
 constexpr const char* kAbout =
-    "Runs one decoder step of an attention model on a tape that keeps every gradient and prints,\n"
-    "in order: (1) the forward pass as recorded, one line per node (index, op, inputs, shape,\n"
-    "values), grouped under the step each belongs to (encoder, scores, softmax, context, decoder,\n"
-    "output, loss) with that step's equation; (2) the backward pass in reverse tape order: the\n"
-    "gradient reaching each node and the share it passes to each input, down to the attention's\n"
-    "parameters and the encoder states, then the chain through attention recomputed by hand;\n"
-    "(3) a check of every attention parameter and of the encoder states: the tape's gradient\n"
-    "beside a fourth-order central difference and their relative error.\n\n"
+    "Runs a decoder step of an attention model on a tape that keeps every gradient and prints,\n"
+    "after the story of the step in words: (1) the forward pass as recorded, one line per node\n"
+    "(index, op, inputs, shape, values), grouped under the step each belongs to (encoder, scores,\n"
+    "softmax, context, decoder, output, loss) with that step's equation; (2) the backward pass in\n"
+    "reverse tape order: the gradient reaching each node and the share it passes to each input,\n"
+    "down to the attention's parameters and the encoder states, then the chain through attention\n"
+    "recomputed by hand; (3) a check of every attention parameter, the encoder states and the\n"
+    "step's scores, weights and context: the tape's gradient beside a fourth-order central\n"
+    "difference and their relative error.\n\n"
     "By default the model is tiny and freshly initialised (hidden 4, embeddings 3, float64), its\n"
     "vocabularies the words of --source and --reference; --model explains a trained model instead\n"
-    "(widened to float64). The step is t = 0: the decoder starts from the encoder, is fed <bos>\n"
-    "and the loss is L = -log p(target).\n\n"
+    "(widened to float64). The decoder is teacher-forced on --target (the reference, or the "
+    "model's\n"
+    "own greedy translation); step t is fed the target's word t-1 (<bos> at t = 0) and scored on\n"
+    "its word t (<eos> after the last), L_t = -log p(y*_t). --step all explains every step and\n"
+    "how each encoder state's gradient is the sum of what every step sent back to it; --format\n"
+    "html makes it a page with a stepper over the steps.\n\n"
     "Exits with status 1 if any finite-difference check fails.\n\n"
     "examples:\n"
     "  tapestry explain\n"
     "  tapestry explain --attention general --decoder luong --cell lstm --groups attention,loss\n"
-    "  tapestry explain --format html --out explain.html\n"
+    "  tapestry explain --step all --format html --out explain.html\n"
     "  tapestry explain --format dot | dot -Tsvg > tape.svg\n"
-    "  tapestry explain --model runs/grammar --source \"the old dog sees a cat\"";
+    "  tapestry explain --model runs/demo-grammar --source \"the old dog sees a cat\" --step all "
+    "\\\n"
+    "      --quiet-tables";
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
@@ -115,9 +122,9 @@ int cmd_explain(const Args& args) {
       throw UsageError{
           fmt::format("--step: '{}' is neither a step number (0, 1, ...) nor 'all'", step_flag)};
   }
-  if (all_steps && (format == "dot" || format == "html"))
-    throw UsageError{fmt::format(
-        "--format {} draws one step: give --step N (text and json take --step all)", format)};
+  if (all_steps && format == "dot")
+    throw UsageError{
+        "--format dot draws one step: give --step N (text, json and html take --step all)"};
 
   ExplainModel m;
   if (!model_path.empty()) {
@@ -218,7 +225,7 @@ int cmd_explain(const Args& args) {
     }
   }
   if (format == "dot") text = render_dot(e, o);
-  if (format == "html") text = render_html(e, o);
+  if (format == "html") text = render_html(steps, all_steps ? &across : nullptr, o);
   if (format == "text" && all_steps) text += render_across_text(across, !quiet_tables);
   if (out.empty()) {
     fmt::print("{}", text);

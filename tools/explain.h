@@ -188,7 +188,12 @@ std::string render_json(const Explanation& e);
 std::string render_dot(const Explanation& e, const TextOptions& o);
 // The explanation as the drawer's plain data (edge labels: the gradient norm sent back).
 DrawGraph explain_graph(const Explanation& e);
-std::string render_html(const Explanation& e, const TextOptions& o);
+// One step's section of that page (tools/explain_html.cpp).
+std::string html_step_section(const Explanation& e, const TextOptions& o);
+// One self-contained page for one or more steps of a sentence (a stepper goes from one to the
+// next), with the maps across them when `across` is given (--step all).
+std::string render_html(const std::vector<Explanation>& steps, const AcrossSteps* across,
+                        const TextOptions& o);
 
 // ---- shared by the renderers
 
@@ -200,6 +205,9 @@ std::vector<std::string> wrap(const std::string& text, const std::string& first,
 std::string shape_text(std::span<const int64_t> shape);
 // 4 significant digits, compact ("0.1235", "-1.2e-05" style via %.4g).
 std::string num(double v);
+// At most 8 characters, for a heatmap's cell: 3 significant digits between 0.01 and 999, else a
+// mantissa of 2 and a short exponent ("-1.2e-12").
+std::string cell_num(double v);
 // min / max / mean / norm of a large tensor, one line.
 std::string summary_text(std::span<const double> v);
 // The Euclidean norm.

@@ -1,6 +1,6 @@
-// Explain as Graphviz DOT, drawn by the graph drawer (core/graph_draw.h): the step's tape with its
-// regions folded unless --groups opens them, each edge labelled with the norm of the gradient that
-// flows back along it, each region with its equation.
+// Explain as Graphviz DOT, drawn by the graph drawer (core/graph_draw.h): the step's story under
+// the title, its tape with the regions folded unless --groups opens them, each edge labelled with
+// the norm of the gradient that flows back along it, each region with its equation.
 #include <fmt/format.h>
 
 #include "tapestry/core/graph_draw.h"
@@ -46,7 +46,11 @@ std::string render_dot(const Explanation& e, const TextOptions& o) {
   for (int64_t k = 0; k < e.step; ++k)  // the earlier steps made the state: one box each
     draw.fold.push_back(fmt::format("step {}", k));
   draw.full_max = o.full_max;
-  return graph_dot(explain_graph(e), draw);
+  DrawGraph g = explain_graph(e);
+  // The story under the title, as the other formats carry it.
+  for (const auto& sentence : e.story)
+    for (const auto& line : wrap(sentence, "", "")) g.title += "\n" + line;
+  return graph_dot(g, draw);
 }
 
 }  // namespace tapestry::cli

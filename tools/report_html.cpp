@@ -280,7 +280,7 @@ std::string heatmap(const std::vector<std::string>& col_labels,
   const double width = std::max(left + map_w + right, left + (o.outline.empty() ? 240 : 340));
   const double height = top + map_h + legend_h + 8;
 
-  std::string svg = svg_open(width, height, "attention weights");
+  std::string svg = svg_open(width, height, o.legend);
   svg += fmt::format("<g font-size=\"{}\" fill=\"#222\">\n", num(font));
   for (size_t c = 0; c < cols; ++c) {
     const std::string label = utf8_truncate(col_labels[c], kMaxLabel);
@@ -308,9 +308,10 @@ std::string heatmap(const std::vector<std::string>& col_labels,
       const float w = weights[r * cols + c];
       svg += fmt::format(
           "<rect class=\"cell\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
-          "<title>{} -&gt; {}: {:.{}f}</title></rect>\n",
+          "<title>{} -&gt; {}: {}</title></rect>\n",
           num(left + static_cast<double>(c) * cell), num(top + static_cast<double>(r) * cell), cell,
-          cell, shade(w), escape(col_labels[c]), escape(row_labels[r]), w, o.decimals);
+          cell, shade(o.max > 0 ? w / o.max : 0), escape(col_labels[c]), escape(row_labels[r]),
+          o.max == 1 ? fmt::format("{:.{}f}", w, o.decimals) : fmt::format("{:.3g}", w));
     }
   }
   svg += fmt::format(
@@ -326,19 +327,27 @@ std::string heatmap(const std::vector<std::string>& col_labels,
         cell - 2, cell - 2, escape(col_labels[static_cast<size_t>(c)]), escape(row_labels[r]));
   }
 
-  // The colour scale: eleven swatches from 0 to 1.
+  if (o.row_marks)
+    for (size_t r = 0; r < rows; ++r)
+      svg += fmt::format(
+          "<rect class=\"row-mark\" data-row=\"{}\" x=\"1\" y=\"{}\" width=\"{}\" "
+          "height=\"{}\" fill=\"transparent\" stroke=\"none\"/>\n",
+          r, num(top + static_cast<double>(r) * cell), num(left + map_w - 1), cell);
+
+  // The colour scale: eleven swatches from 0 to the largest value.
   const double ly = top + map_h + 12;
   svg += fmt::format("<g font-size=\"10\" fill=\"{}\">", kAxis);
   for (int k = 0; k <= 10; ++k)
     svg += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"10\" fill=\"{}\" stroke=\"#ccc\" "
-        "stroke-width=\"0.5\"><title>{:.1f}</title></rect>",
-        num(left + k * 12), num(ly), shade(k / 10.0), k / 10.0);
+        "stroke-width=\"0.5\"><title>{:.3g}</title></rect>",
+        num(left + k * 12), num(ly), shade(k / 10.0), o.max * k / 10.0);
   svg += fmt::format(
       "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">0</text>"
-      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">1</text>"
-      "<text x=\"{}\" y=\"{}\" dy=\"0.35em\">attention weight</text></g>\n",
-      num(left + 6), num(ly + 21), num(left + 126), num(ly + 21), num(left + 140), num(ly + 5));
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{:.3g}</text>"
+      "<text x=\"{}\" y=\"{}\" dy=\"0.35em\">{}</text></g>\n",
+      num(left + 6), num(ly + 21), num(left + 126), num(ly + 21), o.max,
+      num(left + 140 + (o.max == 1 ? 0 : 24)), num(ly + 5), escape(o.legend));
   if (!o.outline.empty())
     svg += fmt::format(
         "<g font-size=\"10\" fill=\"{}\"><rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" "

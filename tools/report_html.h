@@ -60,6 +60,13 @@ struct HeatmapOptions {
   // Per row, a column to outline (the true alignment: the source token the row's token
   // translates), -1 for none; empty for no outlines.
   std::vector<int32_t> outline{};
+  // The value drawn darkest (weights: 1); a map of other values (gradient norms, say) sets its
+  // largest here, and its tooltips give 3 significant digits instead of `decimals`.
+  double max = 1;
+  std::string legend = "attention weights";  // what the colour scale measures
+  // A clickable outline per row (<rect class="row-mark" data-row="r">) that a page's script can
+  // highlight, to mark the current row.
+  bool row_marks = false;
 };
 
 // An attention matrix: weights (rows x cols, row-major) with rows labelled by `row_labels` (output
