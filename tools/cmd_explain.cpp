@@ -1,4 +1,4 @@
-// tapestry explain: backprop through attention, value by value, for one decoder step of a tiny
+// tapestry explain: backprop through attention, value by value, at any decoder step of a tiny
 // fresh model or a trained one, checked against finite differences.
 #include <fmt/format.h>
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up, build, and run the showcase: train an RNN encoder-decoder with Bahdanau attention on the
 # grammar task (English -> French-like, with adjective reordering and gender agreement), print its
-# test accuracy and a few translations, and write an HTML report with the attention heatmaps.
+# test accuracy and a few translations, write an HTML report with the attention heatmaps, and a page
+# that walks through backprop through attention at every step of a new sentence.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -27,3 +28,9 @@ done
 
 echo
 build/tapestry report --model "$run"
+
+echo
+echo "backprop through attention, step by step, on the second new sentence (a page to open):"
+build/tapestry explain --model "$run" --source "${sentences[1]}" --step all --format html \
+  --out "$run/explain.html"
+echo "$run/explain.html"

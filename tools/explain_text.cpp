@@ -262,8 +262,9 @@ std::string render_text(const Explanation& e, const TextOptions& o) {
 
   if (o.check) {
     heading(out,
-            fmt::format("3. FINITE-DIFFERENCE CHECK of the attention's parameters and of the "
-                        "encoder states: the tape's gradient beside (8 (L(x+h) - L(x-h)) - "
+            fmt::format("3. FINITE-DIFFERENCE CHECK of the attention's parameters, the encoder "
+                        "states and this step's scores, weights and context: the tape's gradient "
+                        "beside (8 (L(x+h) - L(x-h)) - "
                         "(L(x+2h) - L(x-2h))) / 12h with h = {}, in float64; relative error = "
                         "|analytic - numeric| / the tensor's largest |gradient|; PASS below {}.{}",
                         e.eps, e.tolerance,

@@ -28,7 +28,7 @@ constexpr Command kCommands[] = {
      "check every op's gradient against finite differences (float64)"},
     {"report", tapestry::cli::cmd_report, "an HTML page about a run: curves, attention, BLEU"},
     {"explain", tapestry::cli::cmd_explain,
-     "backprop through attention for one decoder step, value by value, checked"},
+     "backprop through attention at any decoder step, value by value, in words, checked"},
     {"bleu", tapestry::cli::cmd_bleu, "corpus BLEU of a hypothesis file, as sacreBLEU computes it"},
     {"bench", tapestry::cli::cmd_bench, "time training and decoding against the PyTorch reference"},
     {"export", tapestry::cli::cmd_export, "write a trained model as a PyTorch package"},
