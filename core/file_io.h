@@ -43,4 +43,22 @@ class AtomicFile {
 // Replaces `path` with `bytes` through an AtomicFile. Throws FileError.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+// Appends `bytes` to `path` (created if missing) with every write checked, then fsyncs it. A
+// failure part way may leave part of the bytes at the end (a log's reader must expect a partial
+// last line). Throws FileError.
+void append_file(const std::string& path, std::string_view bytes);
+
+// Fault injection, for tests of what a failed write leaves behind: with the environment variable
+// TAPESTRY_FAULT_INJECT=KIND:N, the Nth write of this process through this file (each call of
+// AtomicFile::write and commit, and of append_file, counts one) fails as KIND says: `enospc` or
+// `efbig` throws FileError with that errno's text, `kill` writes half of the bytes and then
+// kills the process with SIGKILL; `trace:1` fails nothing but prints each write's number and file
+// to standard error. Unset, or not of that form, nothing is injected.
+// The number of writes counted so far, so a test can find every point at which to fail.
+int64_t file_writes_so_far();
+
+// Renames `from` over `to` (counted as a write for fault injection), then syncs the directory.
+// Throws FileError.
+void rename_file(const std::string& from, const std::string& to);
+
 }  // namespace tapestry

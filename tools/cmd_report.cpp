@@ -145,7 +145,11 @@ Metrics read_metrics(const std::string& path) {
   if (!fs::exists(path, ec))
     throw Error(
         fmt::format("'{}' is missing: the run has no metrics log (did an epoch finish?)", path));
+  const std::string text = read_file(path);
   const std::vector<std::string> lines = read_lines(path);
+  // A line without its newline at the end is one a crash cut short (the log is appended a line
+  // at a time); resuming the run cuts it, and until then it is skipped.
+  const bool partial_last = !text.empty() && text.back() != '\n';
   Metrics out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
@@ -154,6 +158,13 @@ Metrics read_metrics(const std::string& path) {
     try {
       j = json::parse(lines[i]);
     } catch (const json::exception& e) {
+      if (partial_last && i + 1 == lines.size()) {
+        fmt::print(stderr,
+                   "tapestry report: warning: {}: a partial last line (the run was interrupted "
+                   "while writing it), skipped\n",
+                   where);
+        break;
+      }
       throw Error(fmt::format("{}: not valid JSON: {}", where, e.what()));
     }
     if (!j.is_object()) throw Error(fmt::format("{}: not a JSON object", where));

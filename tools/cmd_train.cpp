@@ -72,6 +72,9 @@ int cmd_train(const Args& args) {
   if (!flags.parse(args)) return 0;
   RunDir run;
   if (!s.resume.empty()) {
+    if (flags.given("out"))
+      throw UsageError{fmt::format(
+          "--resume {} continues that run in its own directory; --out cannot move it", s.resume)};
     // The run's own flags, then whatever this command line changes (e.g. more --epochs).
     run = RunDir::open(s.resume);
     Args all = run.read_command();
@@ -110,17 +113,18 @@ int cmd_train(const Args& args) {
         fmt::format("runs/{}-{}", fs::path(s.data_description()).filename().string(), s.attention);
   if (s.resume.empty()) {
     run = RunDir::create(s.out);
-    run.write_command(args);
     run.write_test_split(data.splits.test, data.preprocess);
+    run.write_command(args);  // last: a directory with command.json holds a run
   }
-  int64_t first_epoch = 1;
-  double best = INFINITY, elapsed_before = 0;
+  RunState state;  // epoch 0: nothing committed yet
   if (!s.resume.empty()) {
-    RunState st = run.load_state(model, trainer.optimizer());
-    first_epoch = st.epoch + 1;
-    best = st.best_valid_loss;
-    elapsed_before = st.seconds;
+    if (run.has_state()) state = run.load_state(model, trainer.optimizer());
+    for (const auto& note : run.recover(state)) fmt::print(stderr, "tapestry train: {}\n", note);
   }
+  const int64_t first_epoch = state.epoch + 1;
+  double best = state.epoch > 0 ? state.best_valid_loss : INFINITY;
+  int64_t best_epoch = state.best_epoch;
+  const double elapsed_before = state.seconds;
 
   const bool verbose = !s.quiet;
   if (verbose) {
@@ -130,7 +134,9 @@ int cmd_train(const Args& args) {
     fmt::print("model: {}, {} parameters\n", model.config().summary(),
                format_count(static_cast<double>(model.num_parameters())));
     fmt::print("run:   {}{}\n", run.path(),
-               s.resume.empty() ? "" : fmt::format(" (resumed after epoch {})", first_epoch - 1));
+               s.resume.empty()   ? ""
+               : first_epoch == 1 ? " (resumed: no epoch had been saved, so from epoch 1)"
+                                  : fmt::format(" (resumed after epoch {})", first_epoch - 1));
     std::fflush(stdout);  // progress goes to stderr: keep a redirected log in order
   }
 
@@ -185,10 +191,13 @@ int cmd_train(const Args& args) {
       m["valid_exact"] = ds.match.exact_match();
       m["valid_token_acc"] = ds.match.token_accuracy();
     }
+    // The epoch's end is a transaction (tools/run_dir.h): the better model waits beside the
+    // best one until last.safetensors commits the epoch.
     const bool improved = vl.loss < best;
     if (improved) {
       best = vl.loss;
-      save_model(run.model_path(), model, src_vocab, tgt_vocab, data.preprocess,
+      best_epoch = epoch;
+      save_model(run.next_model_path(), model, src_vocab, tgt_vocab, data.preprocess,
                  {{"epoch", std::to_string(epoch)}, {"valid_loss", fmt::format("{}", vl.loss)}});
     }
     m["best"] = improved;
@@ -207,7 +216,10 @@ int cmd_train(const Args& args) {
       if (!ex.align.empty()) m["probe"]["align"] = ex.align;
     }
     run.append_metrics(m.dump());
-    run.save_state(model, trainer.optimizer(), {epoch, best, elapsed()});
+    run.save_state(
+        model, trainer.optimizer(),
+        {.epoch = epoch, .best_valid_loss = best, .seconds = elapsed(), .best_epoch = best_epoch});
+    if (improved) run.promote_next_model();
     trainer.end_epoch(vl.loss);
     if (verbose)
       fmt::print(

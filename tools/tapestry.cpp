@@ -1,8 +1,12 @@
 // Entry point of the tapestry program: dispatches to subcommands.
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <new>
 #include <string_view>
 
 #include "tapestry/core/blas.h"
@@ -41,9 +45,36 @@ void print_help() {
   fmt::print("\n'tapestry <command> --help' describes a command's options.\n");
 }
 
+// One line on standard error; returns `status`.
+int fail(std::string_view command, std::string_view message, int status) {
+  fmt::print(stderr, "tapestry {}: {}\n", command, message);
+  return status;
+}
+
+// Standard output's last buffered block, written and checked: output that could not be written
+// (a full disk, >/dev/full) is an error, never a silent exit 0.
+int finish_stdout(std::string_view command, int status) {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int flush_errno = errno;
+  const bool failed = !flushed || std::ferror(stdout);
+  errno = 0;
+  const bool closed = std::fclose(stdout) == 0;
+  if (!failed && closed) return status;
+  const int e = !flushed ? flush_errno : errno;
+  fail(command,
+       fmt::format("error: cannot write standard output: {}",
+                   e != 0 ? std::strerror(e) : "a write failed (the output is incomplete)"),
+       1);
+  return status != 0 ? status : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A write past the file-size limit then fails with EFBIG, which the writers report, instead of
+  // the signal killing the program with no word said.
+  std::signal(SIGXFSZ, SIG_IGN);
   tapestry::blas::use_fastest_kernels(argv);
   if (argc < 2) {
     print_help();
@@ -52,20 +83,25 @@ int main(int argc, char** argv) {
   std::string_view name = argv[1];
   if (name == "help" || name == "--help" || name == "-h") {
     print_help();
-    return 0;
+    return finish_stdout("help", 0);
   }
   Args args(argv + 2, argv + argc);
   for (const auto& c : kCommands) {
     if (name != c.name) continue;
+    int status = 0;
     try {
-      return c.run(args);
+      status = c.run(args);
     } catch (const tapestry::cli::UsageError& e) {
-      fmt::print(stderr, "tapestry {}: {}\n", c.name, e.message);
-      return 2;
+      status = fail(c.name, e.message, 2);
+    } catch (const std::bad_alloc&) {
+      status = fail(c.name,
+                    "error: out of memory (a size given by a flag or a file is too large for this "
+                    "machine)",
+                    1);
     } catch (const std::exception& e) {
-      fmt::print(stderr, "tapestry {}: error: {}\n", c.name, e.what());
-      return 1;
+      status = fail(c.name, fmt::format("error: {}", e.what()), 1);
     }
+    return finish_stdout(c.name, status);
   }
   std::string valid;
   for (const auto& c : kCommands) valid += fmt::format("{}{}", valid.empty() ? "" : ", ", c.name);
