@@ -12,14 +12,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 
 #include "page_check.h"
 #include "tapestry/models/saved_model.h"
 #include "tapestry/models/seq2seq.h"
+#include "tools/explain.h"
 
 using namespace tapestry;
 using nlohmann::json;
@@ -356,8 +359,8 @@ for (let i = 0; i < sections.length; i++) { key("ArrowRight"); seen.push(documen
 key("ArrowLeft"); seen.push(document.body.dataset.current);
 key("Home"); seen.push(document.body.dataset.current);
 key("End"); seen.push(document.body.dataset.current);
-document.querySelector('.row-mark[data-row="1"]').dispatchEvent(new MouseEvent("click", {bubbles: true}));
-seen.push(document.body.dataset.current);
+const cell = document.querySelector('rect.cell[data-row="1"]');
+if (cell) { cell.dispatchEvent(new MouseEvent("click", {bubbles: true})); seen.push(document.body.dataset.current); }
 const overflow = [];
 let cells = 0;
 sections.forEach((s, k) => {
@@ -390,7 +393,9 @@ std::string attribute(const std::string& dom, const std::string& name) {
   return dom.substr(begin, dom.find('"', begin) - begin);
 }
 
-void check_walkthrough(const TempDir& dir, const std::string& path, size_t steps) {
+// The page at `path` explains `steps` steps, numbered from `first`.
+void check_walkthrough(const TempDir& dir, const std::string& path, size_t steps,
+                       size_t first = 0) {
   const std::string html = slurp(path);
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
   CHECK(html.find("</html>") != std::string::npos);
@@ -404,12 +409,13 @@ void check_walkthrough(const TempDir& dir, const std::string& path, size_t steps
   { std::ofstream(walk) << tapestry::testing::with_script(html, kWalkthroughScript); }
   const tapestry::testing::Browser b = tapestry::testing::load_in_chromium(walk, 5000);
   CHECK(b.console.empty());
-  std::string expected = "0";
-  for (size_t t = 1; t < steps; ++t) expected += fmt::format(",{}", t);
-  const std::string last = std::to_string(steps - 1);
-  // Right past the last step stays there; then left, Home, End and a click on row 1.
-  expected += fmt::format(",{},{},0,{},{}", last, steps > 1 ? std::to_string(steps - 2) : "0", last,
-                          steps > 1 ? "1" : "0");
+  // Steps first, first + 1, ..., last by the right arrow; right past the last stays there; then
+  // left, Home, End and (with more than one step) a click on a cell of the second row.
+  const size_t last = first + steps - 1;
+  std::string expected = std::to_string(first);
+  for (size_t t = first + 1; t <= last; ++t) expected += fmt::format(",{}", t);
+  expected += fmt::format(",{},{},{},{}{}", last, steps > 1 ? last - 1 : first, first, last,
+                          steps > 1 ? fmt::format(",{}", first + 1) : "");
   CHECK(attribute(b.dom, "data-walk") == expected);
   const std::string overflow = attribute(b.dom, "data-overflow");
   INFO(overflow);
@@ -456,6 +462,7 @@ TEST_CASE("explain: the HTML walkthrough steps through every step in Chromium", 
   REQUIRE(single.status == 0);
   CHECK(slurp(one).find("id=\"step-1\"") != std::string::npos);
   CHECK(slurp(one).find("id=\"step-0\"") == std::string::npos);
+  check_walkthrough(dir, one, 1, 1);
 }
 
 TEST_CASE("explain: the walkthrough of a confident model keeps its tiny numbers in their cells",
@@ -489,7 +496,8 @@ TEST_CASE("explain: the walkthrough of a confident model keeps its tiny numbers 
   INFO(r.output);
   REQUIRE(r.status == 0);
   const std::string html = slurp(path);
-  CHECK(html.find("e-1") != std::string::npos);  // tiny numbers are there to fit
+  // Tiny numbers are there to fit, in the cells of the heatmaps.
+  CHECK(std::regex_search(html, std::regex("class=\"cell\"[^>]*>-?\\d\\.\\de-1\\d<")));
   check_walkthrough(dir, path, 3);
 }
 
@@ -584,4 +592,33 @@ TEST_CASE("explain: a sentence outside the grammar works with its reference", "[
   CHECK(j["source"] == json({"hello", "big", "world"}));
   CHECK(j["target"] == "monde");
   CHECK(j["tgt_vocab"] == json({"<pad>", "<bos>", "<eos>", "<unk>", "bonjour", "grand", "monde"}));
+}
+
+TEST_CASE("explain: a heatmap cell's number is at most 8 characters and keeps 2 digits",
+          "[explain]") {
+  using tapestry::cli::cell_num;
+  CHECK(cell_num(0) == "0");
+  CHECK(cell_num(0.957) == "0.957");
+  CHECK(cell_num(-12.34) == "-12.3");
+  CHECK(cell_num(-1.234e-5) == "-1.2e-5");
+  CHECK(cell_num(-0.001234) == "-0.00123");
+  CHECK(cell_num(0.0099999) == "0.01");
+  CHECK(cell_num(1234) == "1.2e3");
+  CHECK(cell_num(-3.4e-120) == "-3e-120");
+  CHECK(cell_num(4.9e-324) == "5e-324");  // the smallest subnormal
+  CHECK(cell_num(std::numeric_limits<double>::infinity()) == "inf");
+  CHECK(cell_num(std::nan("")) == "NaN");
+  // Every magnitude, both signs: at most 8 characters, and the value read back within the
+  // rounding of its digits (2 significant, 1 beyond 1e+-99).
+  for (double e = -320; e <= 300; e += 0.37)
+    for (double sign : {1.0, -1.0}) {
+      const double v = sign * std::pow(10.0, e);
+      const std::string s = cell_num(v);
+      INFO(v << " -> " << s);
+      CHECK(s.size() <= 8);
+      const double back = std::strtod(s.c_str(), nullptr);
+      const double a = std::abs(v);
+      const double tolerance = a < 1e-99 || a >= 1e100 ? 0.5 : 0.05;
+      if (std::isnormal(v)) CHECK(std::abs(back - v) <= tolerance * a);
+    }
 }

@@ -186,6 +186,8 @@ std::string render_text(const Explanation& e, const TextOptions& o);
 std::string render_json(const Explanation& e);
 // DOT through the graph drawer: regions folded (at most 40 boxes) except the groups to show.
 std::string render_dot(const Explanation& e, const TextOptions& o);
+// How the drawer shows a step: the groups to show open, each earlier step folded into one box.
+DrawOptions explain_draw_options(const Explanation& e, const TextOptions& o);
 // The explanation as the drawer's plain data (edge labels: the gradient norm sent back).
 DrawGraph explain_graph(const Explanation& e);
 // One step's section of that page (tools/explain_html.cpp).
@@ -205,13 +207,21 @@ std::vector<std::string> wrap(const std::string& text, const std::string& first,
 std::string shape_text(std::span<const int64_t> shape);
 // 4 significant digits, compact ("0.1235", "-1.2e-05" style via %.4g).
 std::string num(double v);
-// At most 8 characters, for a heatmap's cell: 3 significant digits between 0.01 and 999, else a
-// mantissa of 2 and a short exponent ("-1.2e-12").
+// At most 8 characters, for a heatmap's cell: 3 significant digits between 0.001 and 999, else a
+// mantissa of 2 and a short exponent ("-1.2e-12"; 1 digit beyond 1e+-99).
 std::string cell_num(double v);
 // min / max / mean / norm of a large tensor, one line.
 std::string summary_text(std::span<const double> v);
 // The Euclidean norm.
 double norm(std::span<const double> v);
+// The node at index i of e's tape, or nullptr where i is -1 (a focus node the variant lacks) or
+// out of range.
+inline const ExplainNode* node_at(const Explanation& e, int32_t i) {
+  return i >= 0 && static_cast<size_t>(i) < e.nodes.size() ? &e.nodes[static_cast<size_t>(i)]
+                                                           : nullptr;
+}
+// Words joined by single spaces.
+std::string joined(const std::vector<std::string>& words);
 // Whether a node is drawn with its step: the explained step's own nodes, and those recorded before
 // the first step (the encoder, the attention's keys, the decoder's start) or read by every step
 // (parameters); the earlier steps' nodes are left out of tables.

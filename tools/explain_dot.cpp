@@ -8,9 +8,14 @@
 
 namespace tapestry::cli {
 
+std::string joined(const std::vector<std::string>& words) {
+  std::string s;
+  for (const auto& w : words) s += (s.empty() ? "" : " ") + w;
+  return s;
+}
+
 DrawGraph explain_graph(const Explanation& e) {
-  std::string src;
-  for (const auto& w : e.source) src += (src.empty() ? "" : " ") + w;
+  const std::string src = joined(e.source);
   DrawGraph g;
   g.title = fmt::format(
       "{}\nsource: {}  target: {}  L = {:.6g}\nedges: |gradient| flowing back along them", e.model,
@@ -40,12 +45,17 @@ DrawGraph explain_graph(const Explanation& e) {
   return g;
 }
 
-std::string render_dot(const Explanation& e, const TextOptions& o) {
+DrawOptions explain_draw_options(const Explanation& e, const TextOptions& o) {
   DrawOptions draw;
   draw.expand = o.groups;
   for (int64_t k = 0; k < e.step; ++k)  // the earlier steps made the state: one box each
     draw.fold.push_back(fmt::format("step {}", k));
   draw.full_max = o.full_max;
+  return draw;
+}
+
+std::string render_dot(const Explanation& e, const TextOptions& o) {
+  const DrawOptions draw = explain_draw_options(e, o);
   DrawGraph g = explain_graph(e);
   // The story under the title, as the other formats carry it.
   for (const auto& sentence : e.story)

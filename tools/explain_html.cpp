@@ -56,9 +56,11 @@ std::string value_heatmap(const std::string& title, const std::vector<std::strin
       "<figure><figcaption>{}</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
       "height=\"{}\" font-family=\"monospace\" font-size=\"9\">",
       title, width, height);
+  // Scales from the finite values; an infinite one takes the full colour of its sign.
+  auto largest = [](double m, double v) { return std::isfinite(v) ? std::max(m, std::abs(v)) : m; };
   double all = 0;
   for (const auto& c : columns)
-    for (double v : c.values) all = std::max(all, std::abs(v));
+    for (double v : c.values) all = largest(all, v);
   for (size_t c = 0; c < columns.size(); ++c) {
     const HeatColumn& col = columns[c];
     const int x = label_w + kCellWidth * static_cast<int>(c);
@@ -66,10 +68,10 @@ std::string value_heatmap(const std::string& title, const std::vector<std::strin
                      x + kCellWidth / 2, top - 7, esc(col.name));
     double scale = shared ? all : 0;
     if (!shared)
-      for (double v : col.values) scale = std::max(scale, std::abs(v));
+      for (double v : col.values) scale = largest(scale, v);
     for (size_t r = 0; r < col.values.size() && r < rows.size(); ++r) {
       const double v = col.values[r];
-      const double t = col.sequential ? v : (scale > 0 ? v / scale : 0);
+      const double t = col.sequential || std::isinf(v) ? v : (scale > 0 ? v / scale : 0);
       const int y = top + cell_h * static_cast<int>(r);
       s += fmt::format(
           "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#ffffff\">"
@@ -119,11 +121,6 @@ std::string node_cell(const ExplainNode& n) {
   return s;
 }
 
-const ExplainNode* node_at(const Explanation& e, int32_t i) {
-  return i >= 0 && static_cast<size_t>(i) < e.nodes.size() ? &e.nodes[static_cast<size_t>(i)]
-                                                           : nullptr;
-}
-
 // The step's attention, one row per source word: weights, scores and their gradients, and the
 // gradient reaching each encoder state (its norm, then element by element when K is small).
 std::string step_heatmaps(const Explanation& e) {
@@ -148,8 +145,9 @@ std::string step_heatmaps(const Explanation& e) {
     cols.push_back({"dL/de", sc->grad});
     if (!dh_norms.empty()) cols.push_back({"|dL/dh|", dh_norms});
     h += value_heatmap("Attention at this step, per source word", e.source, cols, false);
-    h += "<div class=\"note\">a: the weights, on a 0 to 1 scale; e: the scores; every other "
-         "column is scaled by its own largest |value|, red positive, blue negative.</div>\n";
+    h += "<div class=\"note\">a (and the softmax, where it differs): the weights, on a 0 to 1 "
+         "scale; e: the scores; every other column is scaled by its own largest |value|, red "
+         "positive, blue negative.</div>\n";
   } else {
     h += "<div class=\"note\">No attention weights: the <code>none</code> variant's context is the "
          "encoder summary at every step.</div>\n";
@@ -277,14 +275,19 @@ std::string cell_num(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (v == 0) return "0";
   const double a = std::abs(v);
-  if (a >= 0.01 && a < 999.5) return fmt::format("{:.3g}", v);  // "-0.0123", "-12.3", "-999"
-  int exponent = static_cast<int>(std::floor(std::log10(a)));
-  double mantissa = std::round(v / std::pow(10.0, exponent) * 10) / 10;
-  if (std::abs(mantissa) >= 10) {  // 9.96 rounds up to 10.0
-    mantissa /= 10;
-    ++exponent;
+  if (a >= 0.001 && a < 999.5) {  // "-0.00123", "-12.3", "-999"; 999.9 would round to "1e+03"
+    std::string s = fmt::format("{:.3g}", v);
+    if (s.find('e') == std::string::npos) return s;
   }
-  return fmt::format("{:.1f}e{}", mantissa, exponent);  // "-1.2e-12"
+  // "-1.2e-12": a mantissa of 2 digits and the exponent without its '+' and leading zeros. An
+  // exponent of 3 digits (below 1e-99, above 1e99) keeps 1 digit: "-1e-300".
+  std::string s = a < 1e-99 || a >= 1e100 ? fmt::format("{:.0e}", v) : fmt::format("{:.1e}", v);
+  const size_t e = s.find('e');
+  std::string exponent = s.substr(e + 1);
+  const bool negative = exponent[0] == '-';
+  exponent = exponent.substr(1);
+  exponent.erase(0, std::min(exponent.find_first_not_of('0'), exponent.size() - 1));
+  return s.substr(0, e + 1) + (negative ? "-" : "") + exponent;
 }
 
 std::string html_step_section(const Explanation& e, const TextOptions& o) {

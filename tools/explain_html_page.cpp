@@ -18,17 +18,6 @@ std::string esc(std::string_view s) {
   return html::escape(s);
 }
 
-std::string joined(const std::vector<std::string>& words) {
-  std::string s;
-  for (const auto& w : words) s += (s.empty() ? "" : " ") + w;
-  return s;
-}
-
-const ExplainNode* node_at(const Explanation& e, int32_t i) {
-  return i >= 0 && static_cast<size_t>(i) < e.nodes.size() ? &e.nodes[static_cast<size_t>(i)]
-                                                           : nullptr;
-}
-
 // The sentence across its steps: where each step attended and what each sent back to each
 // encoder state, as two maps with a row per step (the current one outlined; a click goes there).
 std::string sentence_maps(const std::vector<Explanation>& steps, const AcrossSteps* across) {
@@ -83,7 +72,7 @@ nav.stepper { position: sticky; top: 0; z-index: 2; background: #fff; border-bot
 nav.stepper button { font-size: 14px; padding: 3px 10px; }
 nav.stepper .keys { color: #666; font-size: 12px; }
 .maps { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
-.row-mark { cursor: pointer; pointer-events: all; }
+.row-mark { pointer-events: none; } rect.cell[data-row] { cursor: pointer; }
 .row-mark.current { stroke: #e8590c; stroke-width: 2.5; }
 ol.story { font-size: 14px; line-height: 1.45; max-width: 1000px; padding-left: 22px; }
 ol.story li { margin: 3px 0; }
@@ -142,7 +131,7 @@ document.addEventListener("keydown", ev => {
   else if (ev.key === "Home") show(0);
   else if (ev.key === "End") show(sections.length - 1);
 });
-document.querySelectorAll(".row-mark").forEach(r => {
+document.querySelectorAll("rect.cell[data-row]").forEach(r => {
   r.addEventListener("click", () => { if (Number(r.dataset.row) < sections.length) show(Number(r.dataset.row)); });
 });
 function fromHash() {
@@ -158,7 +147,8 @@ fromHash();
 // escaped, so no "</script>" ends the data early).
 std::string graph_page_json(const Explanation& e, const TextOptions& o) {
   DrawGraph g = explain_graph(e);
-  g.title = fmt::format("step {}: {} -> {}", e.step, e.previous, e.target);
+  g.title = fmt::format("step {}: {} -> {}; edges: |gradient| flowing back along them", e.step,
+                        e.previous, e.target);
   // The earlier steps' nodes keep only the values a small tensor shows whole (their boxes start
   // folded), so a long sentence's page does not grow with the square of its steps' full heads.
   for (auto& d : g.nodes)
@@ -166,11 +156,9 @@ std::string graph_page_json(const Explanation& e, const TextOptions& o) {
       d.value.head.resize(std::min<size_t>(d.value.head.size(), 16));
       d.grad.head.resize(std::min<size_t>(d.grad.head.size(), 16));
     }
-  DrawOptions draw;
-  draw.expand = o.groups;
-  for (int64_t k = 0; k < e.step; ++k) draw.fold.push_back(fmt::format("step {}", k));
-  draw.full_max = o.full_max;
-  std::string s = nlohmann::json(graph_html(g, draw)).dump();
+  // Invalid UTF-8 in a word (the JSON would refuse it) becomes U+FFFD, as the page shows it.
+  std::string s = nlohmann::json(graph_html(g, explain_draw_options(e, o)))
+                      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string out;
   out.reserve(s.size());
   for (char ch : s) {
@@ -210,7 +198,7 @@ std::string render_html(const std::vector<Explanation>& steps, const AcrossSteps
   h += "<nav class=\"stepper\"><button id=\"prev\" title=\"previous step (left arrow or k)\">"
        "&#9664; previous</button><span id=\"where\"></span><button id=\"next\" title=\"next step "
        "(right arrow or j)\">next &#9654;</button><span class=\"keys\">keys: &larr; &rarr; (or k "
-       "j), Home, End; click a row of the maps to go to its step</span></nav>\n";
+       "j), Home, End; click a cell of the maps to go to its step</span></nav>\n";
   h += sentence_maps(steps, across);
   if (across && !across->story.empty()) {
     h += "<h2>Across the sentence</h2>\n<ol class=\"story\">\n";

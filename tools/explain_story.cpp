@@ -12,11 +12,6 @@ namespace tapestry::cli {
 
 namespace {
 
-const ExplainNode* node_at(const Explanation& e, int32_t i) {
-  return i >= 0 && static_cast<size_t>(i) < e.nodes.size() ? &e.nodes[static_cast<size_t>(i)]
-                                                           : nullptr;
-}
-
 size_t argmax(std::span<const double> v) {
   return static_cast<size_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }

@@ -307,8 +307,9 @@ std::string heatmap(const std::vector<std::string>& col_labels,
     for (size_t c = 0; c < cols; ++c) {
       const float w = weights[r * cols + c];
       svg += fmt::format(
-          "<rect class=\"cell\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
+          "<rect class=\"cell\"{} x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
           "<title>{} -&gt; {}: {}</title></rect>\n",
+          o.row_marks ? fmt::format(" data-row=\"{}\"", r) : "",
           num(left + static_cast<double>(c) * cell), num(top + static_cast<double>(r) * cell), cell,
           cell, shade(o.max > 0 ? w / o.max : 0), escape(col_labels[c]), escape(row_labels[r]),
           o.max == 1 ? fmt::format("{:.{}f}", w, o.decimals) : fmt::format("{:.3g}", w));

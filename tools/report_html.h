@@ -64,8 +64,8 @@ struct HeatmapOptions {
   // largest here, and its tooltips give 3 significant digits instead of `decimals`.
   double max = 1;
   std::string legend = "attention weights";  // what the colour scale measures
-  // A clickable outline per row (<rect class="row-mark" data-row="r">) that a page's script can
-  // highlight, to mark the current row.
+  // An outline per row (<rect class="row-mark" data-row="r">) that a page's script can highlight
+  // to mark the current row, and each cell's row (data-row) for its clicks.
   bool row_marks = false;
 };
 
