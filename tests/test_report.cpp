@@ -433,6 +433,29 @@ TEST_CASE("report: a bad run directory gives one clear message and status 1", "[
     fails(dir, (dir / "metrics.jsonl").string() +
                    ":1: 'probe' has a row of another length than its source");
   }
+  SECTION("absurd metrics values are refused by line and key, before they reach a chart") {
+    const fs::path dir = copy("absurd");
+    const std::string log = (dir / "metrics.jsonl").string();
+    auto with = [&](const std::string& line) { std::ofstream(log, std::ios::trunc) << line; };
+    with("{\"epoch\": 1, \"train_loss\": 1e308, \"valid_loss\": 1}\n");
+    fails(dir, log + ":1: 'train_loss' is 1e+308, out of range (a number in [0, 1e+15])");
+    with("{\"epoch\": 1e300, \"train_loss\": 2, \"valid_loss\": 1}\n");
+    fails(dir, log + ":1: 'epoch' is 1e+300, out of range (a whole number in [1, 1e+06])");
+    with("{\"epoch\": 1.5, \"train_loss\": 2, \"valid_loss\": 1}\n");
+    fails(dir, log + ":1: 'epoch' is 1.5, out of range");
+    with("{\"epoch\": 1, \"train_loss\": 2, \"valid_loss\": -1}\n");
+    fails(dir, log + ":1: 'valid_loss' is -1, out of range");
+    with("{\"epoch\": 1, \"train_loss\": 2, \"valid_loss\": 1, \"valid_bleu\": 1e5}\n");
+    fails(dir, log + ":1: 'valid_bleu' is 100000, out of range (a number in [0, 100])");
+    with(
+        "{\"kind\": \"step\", \"epoch\": 1, \"step\": -4, \"epoch_step\": 1, "
+        "\"epoch_steps\": 5, \"loss\": 1}\n");
+    fails(dir, log + ":1: 'step' is -4, out of range");
+    with(
+        "{\"epoch\": 1, \"train_loss\": 2, \"valid_loss\": 1, \"probe\": {\"source\": "
+        "[\"a\"], \"target\": [\"x\"], \"weights\": [[7]]}}\n");
+    fails(dir, log + ":1: 'probe' has a weight of 7, outside [0, 1]");
+  }
   SECTION("a metrics line without a loss") {
     const fs::path dir = copy("no-loss");
     std::ofstream(dir / "metrics.jsonl", std::ios::trunc)
@@ -459,6 +482,29 @@ TEST_CASE("report: a bad run directory gives one clear message and status 1", "[
     std::ofstream(dir / "test.ref", std::ios::trunc) << "a b c\n";
     fails(dir, "has 50 lines but");
   }
+}
+
+TEST_CASE("report: an epoch logged twice counts once, and a diverged loss is a gap", "[report]") {
+  const fs::path& run = tiny_run();
+  const fs::path dir = scratch() / "twice";
+  fs::remove_all(dir);
+  fs::copy(run, dir, fs::copy_options::recursive);
+  const std::string log = slurp(dir / "metrics.jsonl");
+  const std::string first = log.substr(0, log.find('\n') + 1);
+  // Epoch 1, then epoch 1 again (a resume before saves were transactions) with a NaN loss
+  // (written as null), then epoch 2.
+  std::string again = first;
+  const size_t at = again.find("\"valid_loss\":");
+  REQUIRE(at != std::string::npos);
+  again.replace(at, again.find(',', at) - at, "\"valid_loss\":null");
+  std::ofstream(dir / "metrics.jsonl", std::ios::trunc)
+      << first << again << log.substr(first.size());
+  const Result r = tapestry_run(fmt::format("report --model '{}'", dir.string()));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const std::string page = slurp(dir / "report.html");
+  CHECK_THAT(page, Contains("Per-epoch log (2 epochs)"));
+  CHECK(page.find("NaN") == std::string::npos);
 }
 
 TEST_CASE("report: bad flags exit with status 2", "[report]") {

@@ -137,7 +137,28 @@ Probe read_probe(const json& j, double epoch, const std::string& where) {
   }
   if (p.source.empty() || p.weights.size() != p.source.size() * p.target.size())
     throw bad("has no weights for its source and target");
+  for (float w : p.weights)
+    if (!(w >= 0 && w <= 1)) throw bad(fmt::format("has a weight of {}, outside [0, 1]", w));
   return p;
+}
+
+// What a metrics.jsonl number may be, by key.
+struct Range {
+  double lo, hi;
+  bool whole = false;
+};
+Range range_of(const std::string& key) {
+  constexpr double kBig = 1e15;
+  if (key == "epoch") return {1, 1e6, true};
+  if (key == "step" || key == "epoch_step" || key == "epoch_steps" || key == "skipped_steps")
+    return {0, kBig, true};
+  if (key == "valid_bleu") return {0, 100};
+  if (key == "valid_exact" || key == "valid_token_acc") return {0, 1};
+  if (key == "train_loss" || key == "valid_loss" || key == "valid_ppl" || key == "loss" ||
+      key == "lr" || key == "grad_norm" || key == "tokens_per_s" || key == "epoch_seconds" ||
+      key == "elapsed_seconds")
+    return {0, kBig};
+  return {-kBig, kBig};
 }
 
 Metrics read_metrics(const std::string& path) {
@@ -168,19 +189,31 @@ Metrics read_metrics(const std::string& path) {
       throw Error(fmt::format("{}: not valid JSON: {}", where, e.what()));
     }
     if (!j.is_object()) throw Error(fmt::format("{}: not a JSON object", where));
+    // Every number within what a run can write, so the charts' arithmetic stays finite: counts
+    // are whole numbers, scores fit their scale, and nothing is beyond 1e15 in size.
+    auto checked = [&](const std::string& key, double x) {
+      const Range r = range_of(key);
+      const bool whole = !r.whole || x == std::floor(x);
+      if (!(x >= r.lo && x <= r.hi) || !whole)
+        throw Error(fmt::format("{}: '{}' is {}, out of range (a{} number in [{:g}, {:g}])", where,
+                                key, x, r.whole ? " whole" : "", r.lo, r.hi));
+      return x;
+    };
     auto number = [&](const char* key) -> double {
       if (!j.contains(key)) throw Error(fmt::format("{}: no '{}'", where, key));
       const json& v = j[key];
       if (v.is_null()) return NAN;  // JSON writes NaN and infinities as null
       if (!v.is_number())
         throw Error(fmt::format("{}: '{}' is {}, not a number", where, key, v.dump()));
-      return v.get<double>();
+      return checked(key, v.get<double>());
     };
     if (j.contains("kind")) {
       if (j["kind"] != "step")
         throw Error(fmt::format("{}: unknown kind {} (valid: \"step\")", where, j["kind"].dump()));
       StepPoint p{number("epoch"), number("step"), number("epoch_step"), number("epoch_steps"),
                   number("loss")};
+      if (std::isnan(p.epoch) || std::isnan(p.step))
+        throw Error(fmt::format("{}: a step line needs its 'epoch' and 'step'", where));
       // A resumed run logs the steps of its interrupted epoch again: the later lines win.
       while (!out.steps.empty() && out.steps.back().step >= p.step) out.steps.pop_back();
       out.steps.push_back(p);
@@ -195,7 +228,7 @@ Metrics read_metrics(const std::string& path) {
       } else if (key == "probe") {
         continue;  // read below, once the epoch is known
       } else if (v.is_number()) {
-        ep.values[key] = v.get<double>();
+        ep.values[key] = checked(key, v.get<double>());
       } else if (!v.is_null()) {  // JSON writes NaN and infinities as null
         throw Error(fmt::format("{}: '{}' is {}, not a number", where, key, v.dump()));
       }
@@ -204,6 +237,13 @@ Metrics read_metrics(const std::string& path) {
       if (!j.contains(key)) throw Error(fmt::format("{}: no '{}'", where, key));
     if (!std::isfinite(ep.get("epoch")))
       throw Error(fmt::format("{}: 'epoch' is not a number", where));
+    // A run resumed before its saves were transactions logged the interrupted epoch again: the
+    // later line wins, as for the steps.
+    while (!out.epochs.empty() && out.epochs.back().get("epoch") >= ep.get("epoch")) {
+      if (!out.probes.empty() && out.probes.back().epoch == out.epochs.back().get("epoch"))
+        out.probes.pop_back();
+      out.epochs.pop_back();
+    }
     if (j.contains("probe")) out.probes.push_back(read_probe(j["probe"], ep.get("epoch"), where));
     out.epochs.push_back(std::move(ep));
   }
