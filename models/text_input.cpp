@@ -102,6 +102,12 @@ void read_all(int fd, const std::string& name, LineSplitter& split) {
 
 }  // namespace
 
+std::string special_file_kind(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  return file_kind(st.st_mode);
+}
+
 std::string text_problem(std::string_view text) {
   std::string why;
   scan_text(text, 0, text.size(), 0, true, why);

@@ -47,6 +47,11 @@ class LineSplitter {
   std::vector<std::string> lines_;
 };
 
+// What the file at `path` is if it is not a regular file, for messages: "a directory", "a named
+// pipe (FIFO)", "a character device", "a block device", "a socket"; "" for a regular file or a path
+// that cannot be examined.
+std::string special_file_kind(const std::string& path);
+
 // The lines of the file at `path`, or of standard input for "-", split and checked as above.
 // Throws DataError naming the file: missing or unreadable (with the system's reason), or not a
 // regular file (a directory, a named pipe, a device: refused from its stat, before it is opened,

@@ -380,6 +380,9 @@ TEST_CASE("read_lines: chunk boundaries change nothing; errors count lines and b
   models::LineSplitter endless("<stdin>");
   CHECK_THROWS_WITH(endless.feed(std::string(1, '\0')),
                     Contains("<stdin>:1: control character U+0000 (NUL) at byte 1 of the line"));
+  CHECK(models::special_file_kind("/dev/zero") == "a character device");
+  CHECK(models::special_file_kind(std::filesystem::temp_directory_path()) == "a directory");
+  CHECK(models::special_file_kind(TAPESTRY_SOURCE_DIR "/CMakeLists.txt") == "");
   CHECK(models::text_problem("le chat\tnoir") == "");
   CHECK(models::text_problem("a\nb") == "control character U+000A (line feed) at byte 2");
 }

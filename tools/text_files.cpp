@@ -2,7 +2,6 @@
 #include "tools/text_files.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -12,22 +11,6 @@
 #include "tools/cli.h"
 
 namespace tapestry::cli {
-
-namespace {
-
-// What a path that is not a regular file is, for messages: "a directory", "a named pipe (FIFO)".
-std::string kind_of(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return "unreadable";
-  if (S_ISDIR(st.st_mode)) return "a directory";
-  if (S_ISFIFO(st.st_mode)) return "a named pipe (FIFO)";
-  if (S_ISCHR(st.st_mode)) return "a character device";
-  if (S_ISBLK(st.st_mode)) return "a block device";
-  if (S_ISSOCK(st.st_mode)) return "a socket";
-  return "not a regular file";
-}
-
-}  // namespace
 
 std::vector<std::string> read_text_lines(const std::string& path, bool allow_empty) {
   std::vector<std::string> lines = models::read_lines(path);
@@ -55,9 +38,11 @@ std::string model_file(const std::string& dir_or_file) {
                     "file)",
                     dir_or_file));
   // Checked before the checkpoint reader opens it: a named pipe would wait for a writer.
-  if (!fs::is_regular_file(dir_or_file, ec))
-    throw Error(fmt::format("model '{}' is {}, not a run directory or a .safetensors file",
-                            dir_or_file, kind_of(dir_or_file)));
+  if (!fs::is_regular_file(dir_or_file, ec)) {
+    const std::string kind = models::special_file_kind(dir_or_file);
+    throw Error(fmt::format("model '{}' is {}: give a run directory or a .safetensors file",
+                            dir_or_file, kind.empty() ? "not a regular file" : kind));
+  }
   return dir_or_file;
 }
 
@@ -70,11 +55,13 @@ void check_output_file(const std::string& flag, const std::string& path) {
         "{} '{}' is a directory: give the name of the file to write (nothing is written into "
         "or over a directory)",
         flag, path)};
-  if (fs::exists(st) && !fs::is_regular_file(st))
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    const std::string kind = models::special_file_kind(path);
     throw UsageError{fmt::format(
         "{} '{}' is {}: the file is written whole and renamed into place, which would replace "
         "it; give a regular file's name",
-        flag, path, kind_of(path))};
+        flag, path, kind.empty() ? "not a regular file" : kind)};
+  }
   fs::path parent = fs::path(path).parent_path();
   if (parent.empty()) parent = ".";
   if (!fs::is_directory(parent, ec))
