@@ -1,36 +1,14 @@
-// Corpora: line reading with file:line errors, tokenisation, filters and seeded splits.
+// Corpora: columns and aligned lines with file:line errors, tokenisation, filters and seeded
+// splits.
 #include "tapestry/models/corpus.h"
 
 #include <fmt/format.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 
 #include "tapestry/core/random.h"
 
 namespace tapestry::models {
 
 namespace {
-
-std::ifstream open(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  return in;
-}
-
-// The next line without its '\n' (and a '\r' before it); false at the end of the file.
-bool next_line(std::ifstream& in, std::string& line) {
-  if (!std::getline(in, line)) return false;
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  return true;
-}
-
-void check_utf8(const std::string& path, int64_t number, const std::string& line) {
-  if (auto at = invalid_utf8_at(line))
-    throw DataError(
-        fmt::format("{}:{}: invalid UTF-8 at byte {} of the line", path, number, *at + 1));
-}
 
 bool blank(const std::string& s) {
   return s.find_first_not_of(" \t\r\n\v\f") == std::string::npos;
@@ -65,12 +43,12 @@ void require_pairs(const Corpus& c, const std::string& what) {
 }  // namespace
 
 Corpus read_tsv(const std::string& path, const CorpusOptions& options) {
-  std::ifstream in = open(path);
+  std::vector<std::string> lines = read_lines(path);
+  if (!lines.empty() && lines.back().empty()) lines.pop_back();  // a blank line ending the file
   Corpus c;
-  std::string line;
-  for (int64_t number = 1; next_line(in, line); ++number) {
-    if (line.empty() && in.peek() == EOF) break;  // a final newline
-    check_utf8(path, number, line);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    const size_t number = i + 1;
     std::vector<std::string> cols;
     size_t start = 0;
     for (size_t tab; (tab = line.find('\t', start)) != std::string::npos; start = tab + 1)
@@ -101,31 +79,17 @@ Corpus read_parallel(const std::string& src_path, const std::string& tgt_path,
                      const CorpusOptions& options) {
   if (options.tutorial)
     throw ValueError("corpus: the tutorial preset reads a TSV file (English<TAB>other)");
-  std::ifstream src = open(src_path), tgt = open(tgt_path);
+  const std::vector<std::string> src = read_lines(src_path), tgt = read_lines(tgt_path);
+  if (src.size() != tgt.size())
+    throw DataError(fmt::format("{} has {} lines but {} has {}: parallel files must align",
+                                src_path, src.size(), tgt_path, tgt.size()));
   Corpus c;
-  std::string s, t;
-  int64_t number = 0;
-  while (true) {
-    const bool has_s = next_line(src, s), has_t = next_line(tgt, t);
-    if (!has_s && !has_t) break;
-    ++number;
-    if (has_s != has_t) {
-      // Count the rest of the longer file for the message.
-      int64_t longer = number;
-      std::ifstream& rest = has_s ? src : tgt;
-      std::string skip;
-      while (next_line(rest, skip)) ++longer;
-      throw DataError(fmt::format("{} has {} lines but {} has {}: parallel files must align",
-                                  src_path, has_s ? longer : number - 1, tgt_path,
-                                  has_t ? longer : number - 1));
-    }
-    check_utf8(src_path, number, s);
-    check_utf8(tgt_path, number, t);
-    if (blank(s)) throw DataError(fmt::format("{}:{}: empty line", src_path, number));
-    if (blank(t)) throw DataError(fmt::format("{}:{}: empty line", tgt_path, number));
+  for (size_t i = 0; i < src.size(); ++i) {
+    if (blank(src[i])) throw DataError(fmt::format("{}:{}: empty line", src_path, i + 1));
+    if (blank(tgt[i])) throw DataError(fmt::format("{}:{}: empty line", tgt_path, i + 1));
     ++c.lines;
     Example e;
-    if (make_example(s, t, options, e))
+    if (make_example(src[i], tgt[i], options, e))
       c.pairs.push_back(std::move(e));
     else
       ++c.dropped;

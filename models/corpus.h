@@ -9,14 +9,9 @@
 #include "tapestry/core/errors.h"
 #include "tapestry/models/example.h"
 #include "tapestry/models/text.h"
+#include "tapestry/models/text_input.h"
 
 namespace tapestry::models {
-
-// A data file that cannot be used: the message names the file and, for a bad line, its number.
-class DataError : public Error {
- public:
-  using Error::Error;
-};
 
 struct CorpusOptions {
   TextOptions text;
@@ -35,9 +30,10 @@ struct Corpus {
   int64_t dropped = 0;  // removed by the length filter or the tutorial's filter
 };
 
-// Lines "source<TAB>target" or "source<TAB>target<TAB>attribution". Throws DataError for a missing
-// or unreadable file, invalid UTF-8, a line without 2 or 3 columns, or an empty field (each naming
-// the file and line), and for a file with no pairs left after filtering.
+// Lines "source<TAB>target" or "source<TAB>target<TAB>attribution", read by read_lines. Throws
+// DataError for what read_lines refuses (a missing or unreadable file, not a regular file, invalid
+// UTF-8, a control character), a line without 2 or 3 columns, or an empty field (each naming the
+// file and line), and for a file with no pairs left after filtering.
 Corpus read_tsv(const std::string& path, const CorpusOptions& options);
 
 // Line-aligned files. Throws DataError as above, and when the files' line counts differ (naming

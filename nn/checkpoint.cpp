@@ -72,7 +72,9 @@ void require_utf8(const std::string& what, const std::string& s) {
 class InputFile {
  public:
   explicit InputFile(std::string path) : path_(std::move(path)) {
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a named pipe opens at once (to be refused below) instead of waiting for a
+    // writer; reads of a regular file do not heed it.
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd_ < 0) fail(path_, fmt::format("cannot open: {}", system_reason()));
     // The destructor does not run when the constructor throws: close the file here.
     struct stat st;

@@ -1,15 +1,12 @@
 // tapestry bleu: corpus BLEU of a hypothesis file against reference files, as sacreBLEU scores it.
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <memory>
+#include <limits>
 
 #include "tapestry/core/errors.h"
 #include "tapestry/models/bleu.h"
 #include "tools/cli.h"
+#include "tools/flags.h"
 #include "tools/text_files.h"
 
 namespace tapestry::cli {
@@ -77,16 +74,8 @@ int cmd_bleu(const Args& args) {
         throw UsageError{
             fmt::format("unknown smoothing method '{}' (valid: exp, floor, add-k, none)", v)};
     } else if (a == "--smooth-value" || a == "-sv") {
-      std::string v = value_of(args, i, "a number >= 0");
-      size_t used = 0;
-      double x = -1;
-      try {
-        x = std::stod(v, &used);
-      } catch (const std::exception&) {
-      }
-      if (used != v.size() || !(x >= 0) || std::isinf(x))
-        throw UsageError{fmt::format("--smooth-value '{}' is not a finite number >= 0", v)};
-      options.smooth_value = x;
+      options.smooth_value = parse_number("--smooth-value", value_of(args, i, "a number >= 0"), 0,
+                                          std::numeric_limits<double>::infinity());
     } else if (a == "--effective-order") {
       options.effective_order = true;
     } else if (a == "--score-only" || a == "-b") {
@@ -129,13 +118,12 @@ int cmd_bleu(const Args& args) {
     bool any = false;
     for (const auto& r : refs) any = any || !r[i].empty();
     if (!any) {
-      std::string names;
+      std::string places;
       for (size_t k = 1; k < files.size(); ++k)
-        names += fmt::format("{}'{}'", k > 1 ? ", " : "", files[k]);
+        places += fmt::format("{}{}:{}", k > 1 ? ", " : "", files[k], i + 1);
       throw Error(fmt::format(
-          "line {}: the reference line is empty in every reference file ({}); sacreBLEU refuses "
-          "such a line too",
-          i + 1, names));
+          "{}: the reference line is empty{}; sacreBLEU refuses a line without a reference too",
+          places, files.size() > 2 ? " in every reference file" : ""));
     }
   }
 

@@ -44,14 +44,8 @@ std::vector<int64_t> parse_buckets(const std::string& text) {
     size_t end = text.find(',', start);
     if (end == std::string::npos) end = text.size();
     const std::string item = text.substr(start, end - start);
-    int64_t v = 0;
-    try {
-      size_t used = 0;
-      v = std::stoll(item, &used);
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw UsageError{fmt::format("--buckets: '{}' is not a whole number (e.g. 10,20,30)", item)};
-    }
+    const int64_t v =
+        parse_int("--buckets", item, INT64_MIN, INT64_MAX, "a whole number (e.g. 10,20,30)");
     if (v < 1 || (!out.empty() && v <= out.back()))
       throw UsageError{"--buckets must be increasing positive lengths, e.g. 10,20,30"};
     out.push_back(v);
@@ -85,17 +79,23 @@ int cmd_eval(const Args& args) {
   if (src_path.empty() != ref_path.empty())
     throw UsageError{"give both --src and --ref, or neither (the run's test split)"};
   LengthBuckets buckets(parse_buckets(buckets_text));
+  if (!json_out.empty()) check_output_file("--json", json_out);
   const std::string checkpoint = model_file(model);
   if (src_path.empty()) {
     src_path = model + "/test.src";
     ref_path = model + "/test.ref";
   }
 
-  SavedModel m = load_model(checkpoint);
+  // The text before the model: a bad file is refused without waiting for a large model to load.
   std::vector<std::string> src = read_text_lines(src_path), ref = read_text_lines(ref_path);
   if (src.size() != ref.size())
     throw Error(fmt::format("'{}' has {} lines but '{}' has {}: they must align", src_path,
                             src.size(), ref_path, ref.size()));
+  for (size_t i = 0; i < ref.size(); ++i)
+    if (ref[i].empty())
+      throw Error(fmt::format("{}:{}: empty reference line: every source needs its reference",
+                              ref_path, i + 1));
+  SavedModel m = load_model(checkpoint);
   std::vector<EncodedPair> pairs;
   std::vector<Example> tokens;  // as training tokenised its pairs
   for (size_t i = 0; i < src.size(); ++i) {

@@ -3,14 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
+#include <string_view>
 
 #include "tapestry/core/file_io.h"
 #include "tapestry/models/tasks.h"
+#include "tapestry/models/text_input.h"
 #include "tools/cli.h"
 #include "tools/explain.h"
 #include "tools/flags.h"
+#include "tools/text_files.h"
 
 namespace tapestry::cli {
 
@@ -54,6 +56,19 @@ std::vector<std::string> split_list(const std::string& s) {
     start = comma + 1;
   }
   return out;
+}
+
+// A sentence given with --`name`: refused when blank (rather than replaced by the default, as an
+// absent one is) or not text (invalid UTF-8, a control character).
+void check_sentence(const Flags& f, const char* name, const std::string& value) {
+  if (!f.given(name)) return;
+  if (value.find_first_not_of(" \t\n\r\v\f") == std::string::npos)
+    throw UsageError{fmt::format("--{} '{}' has no words: give a sentence{}", name, value,
+                                 std::string_view(name) == "source"
+                                     ? " (or leave out --source for the tiny model's default)"
+                                     : "")};
+  if (const std::string why = models::text_problem(value); !why.empty())
+    throw UsageError{fmt::format("--{}: {}", name, why)};
 }
 
 }  // namespace
@@ -113,14 +128,17 @@ int cmd_explain(const Args& args) {
   f.add("eps", &eps, "finite-difference step", 1e-8, 1e-1);
   if (!f.parse(args)) return 0;
 
+  check_sentence(f, "source", source);
+  check_sentence(f, "reference", reference);
+  check_sentence(f, "target", target);
+  if (!out.empty()) check_output_file("--out", out);
+
   int64_t step = 0;
   const bool all_steps = step_flag == "all";
   if (!all_steps) {
-    const char* end = step_flag.data() + step_flag.size();
-    auto [ptr, ec] = std::from_chars(step_flag.data(), end, step);
-    if (ec != std::errc() || ptr != end || step < 0)
-      throw UsageError{
-          fmt::format("--step: '{}' is neither a step number (0, 1, ...) nor 'all'", step_flag)};
+    constexpr const char* kStep = "a step number (0, 1, ...) or 'all'";
+    step = parse_int("--step", step_flag, INT64_MIN, INT64_MAX, kStep);
+    if (step < 0) throw UsageError{fmt::format("--step: '{}' is not {}", step_flag, kStep)};
   }
   if (all_steps && format == "dot")
     throw UsageError{
@@ -134,7 +152,7 @@ int cmd_explain(const Args& args) {
         throw UsageError{fmt::format(
             "--{} describes the tiny model; a trained model (--model) brings its own", tiny)};
     if (source.empty()) throw UsageError{"--model needs --source, the sentence to explain"};
-    m = trained_model(model_path, source);
+    m = trained_model(model_file(model_path), source);
     if (check_max < 0) check_max = 8;
   } else {
     models::Seq2SeqConfig c;

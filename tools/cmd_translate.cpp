@@ -2,12 +2,11 @@
 // beam search, optionally with n-best lists and the attention weights as JSON.
 #include <fmt/format.h>
 
-#include <fstream>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "tapestry/models/evaluate.h"
 #include "tapestry/models/saved_model.h"
+#include "tapestry/models/text_input.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/report_html.h"
@@ -68,7 +67,7 @@ int cmd_translate(const Args& args) {
   double max_ratio = 2.0, length_penalty = 1.0;
   Flags f("tapestry translate --model DIR [options] [< input]", kAbout);
   f.add("model", &model, "run directory or .safetensors file (required)");
-  f.add("input", &input, "read sentences from this file instead of standard input");
+  f.add("input", &input, "read sentences from this file instead of standard input ('-')");
   f.add("beam", &beam, "beam width (1: greedy)", 1, 1000);
   f.add("nbest", &nbest, "translations per sentence, at most the beam width", 1, 1000);
   f.add("max-len-ratio", &max_ratio, "stop after ratio * source length + max-len-extra tokens", 0,
@@ -84,13 +83,17 @@ int cmd_translate(const Args& args) {
   if (nbest > beam)
     throw UsageError{fmt::format("--nbest {} is larger than --beam {}", nbest, beam)};
 
-  SavedModel m = load_model(model_file(model));
-  std::vector<std::string> lines;
-  if (input.empty()) {
-    for (std::string line; std::getline(std::cin, line);) lines.push_back(line);
-  } else {
-    lines = read_text_lines(input, true);
-  }
+  if (!attention_out.empty()) check_output_file("--attention", attention_out);
+  if (!heatmap_out.empty()) check_output_file("--heatmap", heatmap_out);
+
+  const std::string checkpoint = model_file(model);
+  // The input before the model: a bad file is refused without waiting for a large model to load.
+  // Standard input's lines are kept as they are (translate.py of an export reads them alike);
+  // a file's are right-stripped, as for eval and bleu.
+  const bool from_stdin = input.empty() || input == models::kStdinPath;
+  const std::vector<std::string> lines =
+      from_stdin ? models::read_lines(std::string(kStdinPath)) : read_text_lines(input, true);
+  SavedModel m = load_model(checkpoint);
   // Sentences with tokens are decoded; empty ones keep their place.
   std::vector<EncodedPair> pairs;
   std::vector<std::vector<std::string>> sources;

@@ -32,16 +32,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def split_lines(data, where):
-    """UTF-8 lines split at "\\n" only; a final newline ends the last line."""
+    """UTF-8 lines as tapestry reads them: a byte-order mark at the start is dropped, lines end at
+    "\\n" (a "\\r" before it, or at the very end, belongs to the ending), a final newline ends the
+    last line; invalid UTF-8 and control characters other than tab are refused with the line."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()
     out = []
     for number, line in enumerate(lines, 1):
+        if line.endswith(b"\r"):
+            line = line[:-1]
         try:
-            out.append(line.decode("utf-8"))
+            text = line.decode("utf-8")
+            bad = len(line)
         except UnicodeDecodeError as e:
-            raise ValueError(f"{where}:{number}: invalid UTF-8 at byte {e.start}") from None
+            text, bad = None, e.start
+        control = next((i for i, b in enumerate(line[:bad]) if (b < 0x20 and b != 9) or b == 0x7F),
+                       None)
+        if control is not None:
+            raise ValueError(f"{where}:{number}: control character U+{line[control]:04X} at byte "
+                             f"{control + 1} of the line")
+        if text is None:
+            raise ValueError(f"{where}:{number}: invalid UTF-8 at byte {bad + 1} of the line")
+        out.append(text)
     return out
 
 

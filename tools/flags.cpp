@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <type_traits>
 
 namespace tapestry::cli {
 
@@ -36,7 +39,53 @@ std::string format_number(double v) {
   return fmt::format("{}", v);
 }
 
+// " [min, max]" for messages; nothing where both bounds are the type's own limits.
+template <typename T>
+std::string bounds(T min, T max) {
+  if (min == std::numeric_limits<T>::lowest() && max == std::numeric_limits<T>::max()) return "";
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isinf(max)) return fmt::format(" (at least {})", format_number(min));
+    return fmt::format(" [{}, {}]", format_number(min), format_number(max));
+  } else {
+    return fmt::format(" [{}, {}]", min, max);
+  }
+}
+
 }  // namespace
+
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t min, int64_t max,
+                  const char* expected) {
+  int64_t x = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, x);
+  if (ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range))
+    throw UsageError{fmt::format("{}: '{}' is not {}", flag, text, expected)};
+  if (ec == std::errc::result_out_of_range)
+    throw UsageError{fmt::format("{}: {} is out of range{}", flag, text, bounds(min, max))};
+  if (x < min || x > max)
+    throw UsageError{fmt::format("{}: {} is outside [{}, {}]", flag, x, min, max)};
+  return x;
+}
+
+double parse_number(const std::string& flag, const std::string& text, double min, double max) {
+  double x = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, x);
+  if (ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range))
+    throw UsageError{fmt::format("{}: '{}' is not a number", flag, text)};
+  if (ec == std::errc::result_out_of_range) {
+    // from_chars leaves x unset here: strtod (the program keeps the "C" locale) tells an overflow
+    // (HUGE_VAL) from an underflow, which is the nearest number and may well be in range.
+    x = std::strtod(text.c_str(), nullptr);
+    if (std::isinf(x))
+      throw UsageError{fmt::format("{}: {} is out of range{}", flag, text, bounds(min, max))};
+  }
+  if (!std::isfinite(x))
+    throw UsageError{fmt::format("{}: '{}' is not a finite number", flag, text)};
+  if (x < min || x > max)
+    throw UsageError{fmt::format("{}: {} is outside{}", flag, text, bounds(min, max))};
+  return x;
+}
 
 Flags::Flags(std::string usage, std::string about)
     : usage_(std::move(usage)), about_(std::move(about)) {}
@@ -74,13 +123,7 @@ void Flags::add(const std::string& name, int64_t* target, const std::string& hel
   o.metavar = std::string(1, 'N');
   o.default_text = fmt::format("{}", *target);
   o.set = [target, name, min, max](const std::string& v) {
-    int64_t x = 0;
-    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-    if (ec != std::errc() || end != v.data() + v.size())
-      throw UsageError{fmt::format("--{}: '{}' is not a whole number", name, v)};
-    if (x < min || x > max)
-      throw UsageError{fmt::format("--{}: {} is outside [{}, {}]", name, x, min, max)};
-    *target = x;
+    *target = parse_int("--" + name, v, min, max);
   };
 }
 
@@ -91,14 +134,7 @@ void Flags::add(const std::string& name, double* target, const std::string& help
   o.metavar = std::string(1, 'X');
   o.default_text = format_number(*target);
   o.set = [target, name, min, max](const std::string& v) {
-    double x = 0;
-    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-    if (ec != std::errc() || end != v.data() + v.size() || !std::isfinite(x))
-      throw UsageError{fmt::format("--{}: '{}' is not a number", name, v)};
-    if (x < min || x > max)
-      throw UsageError{fmt::format("--{}: {} is outside [{}, {}]", name, v, format_number(min),
-                                   format_number(max))};
-    *target = x;
+    *target = parse_number("--" + name, v, min, max);
   };
 }
 

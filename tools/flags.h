@@ -11,6 +11,15 @@
 
 namespace tapestry::cli {
 
+// `text` as a whole number, for the value of `flag` ("--epochs"). Throws UsageError saying which
+// is wrong: "'x' is not <expected>", "99999999999999999999 is out of range" (beyond what an int64
+// holds), or "0 is outside [1, 100]". Bounds at the type's limits are not shown.
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t min, int64_t max,
+                  const char* expected = "a whole number");
+// The same for a finite real number ("inf" and "nan" are refused; so is "1e999", as out of range;
+// an underflow such as "1e-400" reads as the nearest number, 0 or denormal).
+double parse_number(const std::string& flag, const std::string& text, double min, double max);
+
 class Flags {
  public:
   // usage: "tapestry train [options]"; about: a paragraph printed under it by --help.

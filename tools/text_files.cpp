@@ -1,43 +1,24 @@
-// Text files: whole-file reads split into sacreBLEU's lines; model paths.
+// Text files: sacreBLEU's lines through the shared line reader; model paths; output paths.
 #include "tools/text_files.h"
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <memory>
 
 #include "tapestry/core/errors.h"
 #include "tapestry/models/bleu.h"
+#include "tapestry/models/text_input.h"
+#include "tools/cli.h"
 
 namespace tapestry::cli {
 
 std::vector<std::string> read_text_lines(const std::string& path, bool allow_empty) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw Error(fmt::format("cannot read '{}': Is a directory", path));
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       &std::fclose);
-  if (!file) throw Error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  std::string text;
-  char buffer[1 << 16];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, got);
-  if (std::ferror(file.get()))
-    throw Error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
-  if (text.empty() && !allow_empty) throw Error(fmt::format("'{}' is empty: no lines", path));
-
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + start, end - start);
-    lines.emplace_back(models::rstrip_whitespace(line));
-    start = end + 1;
+  std::vector<std::string> lines = models::read_lines(path);
+  if (lines.empty() && !allow_empty) {
+    const std::string name = path == models::kStdinPath ? std::string(models::kStdinName) : path;
+    throw Error(fmt::format("'{}' is empty: no lines", name));
   }
+  for (std::string& line : lines) line.resize(models::rstrip_whitespace(line).size());
   return lines;
 }
 
@@ -56,7 +37,36 @@ std::string model_file(const std::string& dir_or_file) {
         fmt::format("model '{}' does not exist (give a run directory or a .safetensors "
                     "file)",
                     dir_or_file));
+  // Checked before the checkpoint reader opens it: a named pipe would wait for a writer.
+  if (!fs::is_regular_file(dir_or_file, ec)) {
+    const std::string kind = models::special_file_kind(dir_or_file);
+    throw Error(fmt::format("model '{}' is {}: give a run directory or a .safetensors file",
+                            dir_or_file, kind.empty() ? "not a regular file" : kind));
+  }
   return dir_or_file;
+}
+
+void check_output_file(const std::string& flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::is_directory(st))
+    throw UsageError{fmt::format(
+        "{} '{}' is a directory: give the name of the file to write (nothing is written into "
+        "or over a directory)",
+        flag, path)};
+  if (fs::exists(st) && !fs::is_regular_file(st)) {
+    const std::string kind = models::special_file_kind(path);
+    throw UsageError{fmt::format(
+        "{} '{}' is {}: the file is written whole and renamed into place, which would replace "
+        "it; give a regular file's name",
+        flag, path, kind.empty() ? "not a regular file" : kind)};
+  }
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, ec))
+    throw UsageError{
+        fmt::format("{} '{}': the directory '{}' does not exist", flag, path, parent.string())};
 }
 
 }  // namespace tapestry::cli
