@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -92,6 +93,11 @@ int64_t file_writes_so_far() {
 }
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  // The rename would put the file in the place of a directory's entry or a device (as root, even
+  // /dev/null): only a regular file, or a link to one, is ever replaced.
+  struct stat st;
+  if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw FileError(fmt::format("'{}' is not a regular file: it is not replaced", path_));
   // A name of this process's own, made exclusively: never a file (or a planted link) that exists,
   // and never one another thread of this process is writing.
   static std::atomic<uint64_t> counter{0};

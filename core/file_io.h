@@ -18,9 +18,9 @@ class FileError : public Error {
 };
 
 // A file written under `path + ".tmp.<pid>.<n>"` (created exclusively) and renamed over `path` by
-// commit(). If commit() is
-// never reached (an error, an exception) the temporary file is removed and `path` keeps its old
-// contents. Throws FileError.
+// commit(). If commit() is never reached (an error, an exception) the temporary file is removed
+// and `path` keeps its old contents. Throws FileError, also at once when `path` exists and is not
+// a regular file (a directory, a device, a named pipe: never replaced).
 class AtomicFile {
  public:
   explicit AtomicFile(std::string path);

@@ -71,3 +71,26 @@ TEST_CASE("a file that cannot be written is a FileError naming it", "[file_io]")
   REQUIRE_THROWS_WITH(write_file_atomic(path, "x"), Contains("missing/d.txt.tmp."));
   REQUIRE_THROWS_WITH(write_file_atomic("/dev/full/e.txt", "x"), Contains("/dev/full/e.txt"));
 }
+
+TEST_CASE("a path that is not a regular file is never replaced", "[file_io]") {
+  TempDir dir("file_io_special");
+  fs::create_directory(dir / "a_directory");
+  std::ofstream(dir / "a_directory/inside.txt") << "kept\n";
+  CHECK_THROWS_WITH(write_file_atomic(dir / "a_directory", "x"),
+                    Contains("is not a regular file: it is not replaced"));
+  CHECK(slurp(dir / "a_directory/inside.txt") == "kept\n");
+  CHECK(files_in(dir.path) == 0);  // no temporary file beside it either
+  if (fs::exists("/dev/null")) {  // as root, a rename would replace the device itself
+    CHECK_THROWS_AS(write_file_atomic("/dev/null", "x"), FileError);
+    CHECK(fs::is_character_file("/dev/null"));
+  }
+}
+
+TEST_CASE("append_file adds to the end and creates the file", "[file_io]") {
+  TempDir dir("file_io_append");
+  const std::string path = dir / "log.txt";
+  append_file(path, "one\n");
+  append_file(path, "two\n");
+  CHECK(slurp(path) == "one\ntwo\n");
+  CHECK_THROWS_WITH(append_file(dir / "no/such/dir.txt", "x"), Contains("cannot open"));
+}

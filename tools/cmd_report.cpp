@@ -17,11 +17,13 @@
 #include "tapestry/models/evaluate.h"
 #include "tapestry/models/metrics.h"
 #include "tapestry/models/saved_model.h"
+#include "tapestry/models/text_input.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/progress.h"
 #include "tools/report_html.h"
 #include "tools/run_dir.h"
+#include "tools/text_files.h"
 #include "tools/train_setup.h"
 
 namespace tapestry::cli {
@@ -81,20 +83,9 @@ struct TestSentence {
   std::vector<int32_t> align;  // the true alignment of each reference token (test.align), or empty
 };
 
-// The lines of a text file; a final newline ends the last line, a trailing '\r' is dropped.
+// The lines of a text file of the run, read and checked as every input is (models::read_lines).
 std::vector<std::string> read_lines(const std::string& path) {
-  const std::string text = read_file(path);
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-    start = end + 1;
-  }
-  return lines;
+  return models::read_lines(path);
 }
 
 // The training loss logged every --log-every steps.
@@ -166,11 +157,18 @@ Metrics read_metrics(const std::string& path) {
   if (!fs::exists(path, ec))
     throw Error(
         fmt::format("'{}' is missing: the run has no metrics log (did an epoch finish?)", path));
-  const std::string text = read_file(path);
-  const std::vector<std::string> lines = read_lines(path);
-  // A line without its newline at the end is one a crash cut short (the log is appended a line
-  // at a time); resuming the run cuts it, and until then it is skipped.
-  const bool partial_last = !text.empty() && text.back() != '\n';
+  // A line without its newline at the end may be one a crash cut short (the log is appended a
+  // line at a time, and a cut can fall inside a UTF-8 character): resuming the run cuts it, and
+  // until then it is skipped if it does not parse. The rest is read as every text is.
+  std::string text = read_file(path);
+  const size_t cut = text.rfind('\n') + 1;  // 0 when there is no newline at all
+  std::string partial = text.substr(cut);
+  text.resize(cut);
+  models::LineSplitter splitter(path);
+  splitter.feed(text);
+  std::vector<std::string> lines = splitter.finish();
+  const bool partial_last = partial.find_first_not_of(" \t\r") != std::string::npos;
+  if (partial_last) lines.push_back(std::move(partial));
   Metrics out;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].find_first_not_of(" \t") == std::string::npos) continue;
@@ -895,6 +893,7 @@ int cmd_report(const Args& args) {
             "test sentences decoded for BLEU by length (0: all)", 0, INT32_MAX);
   if (!flags.parse(args)) return 0;
   if (rs.model_dir.empty()) throw UsageError{"--model DIR is required (a run of tapestry train)"};
+  if (!rs.out.empty()) check_output_file("--out", rs.out);
   const auto start = std::chrono::steady_clock::now();
 
   std::error_code ec;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tapestry/models/text_input.h"
 #include "tapestry/nn/checkpoint.h"
 
 namespace tapestry::cli {
@@ -21,8 +22,14 @@ namespace tapestry::cli {
 namespace fs = std::filesystem;
 
 std::string read_file(const std::string& path) {
+  // Refused from its stat: a named pipe would block the read, a device never end it.
+  if (const std::string kind = models::special_file_kind(path); !kind.empty())
+    throw Error(fmt::format("'{}' is {}, not a regular file", path, kind));
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)));
+  if (!in)
+    throw Error(fmt::format("cannot read '{}': {}", path,
+                            errno != 0 ? std::strerror(errno) : "it cannot be opened"));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
