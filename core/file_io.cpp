@@ -97,7 +97,12 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   // /dev/null): only a regular file, or a link to one, is ever replaced.
   struct stat st;
   if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw FileError(fmt::format("'{}' is not a regular file: it is not replaced", path_));
+    throw FileError(fmt::format("'{}' is {}, not a regular file: it is not replaced", path_,
+                                S_ISDIR(st.st_mode)    ? "a directory"
+                                : S_ISCHR(st.st_mode)  ? "a character device"
+                                : S_ISBLK(st.st_mode)  ? "a block device"
+                                : S_ISFIFO(st.st_mode) ? "a named pipe (FIFO)"
+                                                       : "a socket"));
   // A name of this process's own, made exclusively: never a file (or a planted link) that exists,
   // and never one another thread of this process is writing.
   static std::atomic<uint64_t> counter{0};

@@ -347,7 +347,7 @@ TEST_CASE("checkpoint: saving over a directory fails, removes its temporary file
     FAIL("saved over a directory");
   } catch (const CheckpointError& e) {
     CHECK_THAT(e.what(), Contains(p.string()));
-    CHECK_THAT(e.what(), Contains("Is a directory"));
+    CHECK_THAT(e.what(), Contains("is a directory, not a regular file"));
   }
   CHECK(no_temp_files_in(dir));
   CHECK(read_bytes(p / "keep.txt") == "still here");

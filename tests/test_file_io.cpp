@@ -77,7 +77,7 @@ TEST_CASE("a path that is not a regular file is never replaced", "[file_io]") {
   fs::create_directory(dir / "a_directory");
   std::ofstream(dir / "a_directory/inside.txt") << "kept\n";
   CHECK_THROWS_WITH(write_file_atomic(dir / "a_directory", "x"),
-                    Contains("is not a regular file: it is not replaced"));
+                    Contains("is a directory, not a regular file: it is not replaced"));
   CHECK(slurp(dir / "a_directory/inside.txt") == "kept\n");
   CHECK(files_in(dir.path) == 0);  // no temporary file beside it either
   if (fs::exists("/dev/null")) {  // as root, a rename would replace the device itself
