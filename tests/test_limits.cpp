@@ -18,6 +18,8 @@
 #include "tapestry/models/limits.h"
 #include "tapestry/models/saved_model.h"
 #include "tapestry/nn/checkpoint.h"
+#include "tools/cli.h"
+#include "tools/train_setup.h"
 
 using namespace tapestry;
 using namespace tapestry::models;
@@ -405,6 +407,32 @@ TEST_CASE("limits: train refuses a model too large for memory, naming the flag",
     CHECK(count_lines(r.output) == 1);
     // Refused from the flags, before any data was made or the run directory created.
     CHECK(!std::filesystem::exists(dir / "run"));
+  }
+}
+
+TEST_CASE("limits: the model config is checked again with the vocabularies the data gave",
+          "[limits]") {
+  // cmd_train calls model_config after reading the data: a vocabulary no flag is to blame for is
+  // named as such (an Error, exit 1); a flag that is to blame is named (a UsageError, exit 2).
+  cli::TrainSettings s;
+  s.data = "pairs.tsv";
+  CHECK(cli::model_config(s, 1000, 1000).hidden == s.hidden);
+  try {
+    (void)cli::model_config(s, 100000000, 100000000);
+    FAIL("no refusal");
+  } catch (const cli::UsageError& e) {
+    FAIL(e.message);
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Contains("vocabularies of 100,000,000 source and 100,000,000 target "
+                                  "tokens: training would need "));
+    CHECK_THAT(e.what(), Contains("(--max-vocab or --min-freq make them smaller)"));
+  }
+  s.emb = 4096;
+  try {
+    (void)cli::model_config(s, 10000000, 10000000);
+    FAIL("no refusal");
+  } catch (const cli::UsageError& e) {
+    CHECK_THAT(e.message, Contains("--emb 4096: training would need "));
   }
 }
 
