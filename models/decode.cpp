@@ -135,8 +135,10 @@ double decode_memory_bound(const Seq2SeqConfig& c, int64_t rows, int64_t src_len
   const double a = static_cast<double>(c.attn_size > 0 ? c.attn_size : c.hidden);
   const double shards =
       static_cast<double>(std::min<int64_t>(o.shards, std::max<int64_t>(rows, 1)));
-  // Alive and finished hypotheses (up to 2k a sentence), each with steps x S attention weights.
-  const double attention = b * 2 * k * steps * s * sizeof(float);
+  // The hypotheses (one a sentence for greedy; for a beam up to k alive and k finished), each
+  // with steps x S attention weights.
+  const double hypotheses = o.beam > 1 ? 2 * k : 1;
+  const double attention = b * hypotheses * steps * s * sizeof(float);
   // Each step: (B k, V) log-probabilities (float64 at most), and per shard one sentence's k V
   // candidates (a double and two int64).
   const double scores = b * k * v * 8 + (o.beam > 1 ? shards * k * v * 24 : 0);

@@ -490,6 +490,13 @@ TEST_CASE("limits: decoding bounds the source, the output and its memory", "[lim
       greedy_decode(model, batch_of(2, kMaxSourceTokens + 1)), ValueError,
       Catch::Matchers::Message("decode: a source of 1025 tokens (batch row 0) is longer than the "
                                "1024 decoding accepts"));
+  // The bound, term by term, for one sentence of 10 tokens (25 steps, V 7, K 12, A 6): greedy
+  // keeps one hypothesis, 25 x 10 weights; a beam of 2 up to 2 alive and 2 finished, with its
+  // candidates (2 x 7 of 24 bytes) beside the log-probabilities.
+  DecodeOptions beam2;
+  beam2.beam = 2;
+  CHECK(decode_memory_bound(model.config(), 1, 10, DecodeOptions{}) == 1000 + 56 + 1440);
+  CHECK(decode_memory_bound(model.config(), 1, 10, beam2) == 4000 + (112 + 336) + 2880);
   // A beam of 1000 over 64 sentences of 1024 tokens would keep ~2 TB of attention.
   o.beam = 1000;
   const double bound = decode_memory_bound(model.config(), 64, kMaxSourceTokens, o);
@@ -581,6 +588,30 @@ TEST_CASE("limits: train drops over-long pairs (--max-tokens) and says how many"
     CHECK(r.status == 1);
     CHECK_THAT(r.output, Contains("tapestry train: error: valid.de:4: 1100 tokens, more than the "
                                   "1024 decoding accepts"));
+    CHECK(count_lines(r.output) == 1);
+    CHECK(!std::filesystem::exists(dir / "run"));
+  }
+  SECTION("a final beam search too large for memory is refused before training") {
+    std::string de, en, long_line, test_de, test_en;
+    for (int i = 0; i < 1000; ++i) long_line += "a ";
+    for (int i = 0; i < 20; ++i) {
+      de += fmt::format("a {}\n", i % 3);
+      en += fmt::format("x {}\n", i % 2);
+    }
+    // 64 test sentences of 1000 tokens, decoded together: a beam of 100 keeps up to 200
+    // hypotheses of 2005 x 1000 attention weights for each, 1.5 GiB a sentence, ~96 GiB in all.
+    for (int i = 0; i < 64; ++i) test_de += long_line + "\n", test_en += "x\n";
+    write(dir / "train.de", de), write(dir / "train.en", en);
+    write(dir / "valid.de", de), write(dir / "valid.en", en);
+    write(dir / "test.de", test_de), write(dir / "test.en", test_en);
+    const CommandResult r = run_tapestry(
+        "train --train-prefix train --valid-prefix valid --test-prefix test --src de --tgt en "
+        "--epochs 1 --hidden 8 --emb 4 --batch-size 64 --threads 1 --test-beam 100 --out run",
+        dir.str());
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK_THAT(r.output, Contains("tapestry train: error: --batch-size 64 with --test-beam 100: "
+                                  "decoding the test sentences (up to 1000 tokens) would need "));
     CHECK(count_lines(r.output) == 1);
     CHECK(!std::filesystem::exists(dir / "run"));
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include "tapestry/models/corpus.h"
 #include "tapestry/models/decode.h"
@@ -99,8 +100,29 @@ void check_memory(const TrainSettings& s, int64_t src_vocab, int64_t tgt_vocab) 
 }
 
 // Validation and test sentences are decoded after every epoch and at the end: one longer than
-// decoding accepts is refused when the data is loaded, not after the first epoch's work.
+// decoding accepts, or decoding whose memory bound (models::decode_memory_bound, which decode
+// itself refuses on) is too large, is refused when the data is loaded, not after hours of
+// training.
 void check_decodable(const TrainSettings& s, const TrainData& d) {
+  const models::Seq2SeqConfig config = model_config_unchecked(s, 5, 5);
+  const std::tuple<const char*, const std::vector<models::Example>*, int64_t> decoded[] = {
+      {"validation", &d.splits.valid, 1}, {"test", &d.splits.test, s.test_beam}};
+  for (const auto& [what, pairs, beam] : decoded) {
+    int64_t longest = 0;
+    for (const auto& e : *pairs) longest = std::max(longest, static_cast<int64_t>(e.src.size()));
+    if (longest > models::kMaxSourceTokens) continue;  // named below
+    models::DecodeOptions o;
+    o.beam = beam;
+    const int64_t rows = std::min<int64_t>(s.batch_size, static_cast<int64_t>(pairs->size()));
+    const std::string refusal =
+        models::memory_refusal(models::decode_memory_bound(config, rows, longest, o),
+                               "the hypotheses' attention and the beam's scores");
+    if (!refusal.empty())
+      throw Error(fmt::format(
+          "--batch-size {}{}: decoding the {} sentences (up to {} tokens) would need {}",
+          s.batch_size, beam > 1 ? fmt::format(" with --test-beam {}", beam) : "", what, longest,
+          refusal));
+  }
   const std::pair<const char*, const std::vector<models::Example>*> held_out[] = {
       {"validation", &d.splits.valid}, {"test", &d.splits.test}};
   for (const auto& [what, pairs] : held_out)
