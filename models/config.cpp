@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "tapestry/core/errors.h"
@@ -26,11 +27,18 @@ void Seq2SeqConfig::validate() const {
   require(src_vocab > 4 && tgt_vocab > 4,
           fmt::format("vocabularies need more than the 4 specials (source {}, target {})",
                       src_vocab, tgt_vocab));
-  require(emb >= 1, fmt::format("emb must be at least 1, got {}", emb));
-  require(hidden >= 1, fmt::format("hidden must be at least 1, got {}", hidden));
-  require(layers >= 1 && layers <= 8, fmt::format("layers must be 1 to 8, got {}", layers));
-  require(attn_size >= 0, fmt::format("attn_size must be 0 (= hidden) or more, got {}", attn_size));
-  require(window >= 1, fmt::format("window must be at least 1, got {}", window));
+  require(src_vocab <= kMaxVocab && tgt_vocab <= kMaxVocab,
+          fmt::format("vocabularies may hold at most {} tokens (source {}, target {})", kMaxVocab,
+                      src_vocab, tgt_vocab));
+  require(emb >= 1 && emb <= kMaxWidth, fmt::format("emb must be 1 to {}, got {}", kMaxWidth, emb));
+  require(hidden >= 1 && hidden <= kMaxWidth,
+          fmt::format("hidden must be 1 to {}, got {}", kMaxWidth, hidden));
+  require(layers >= 1 && layers <= kMaxLayers,
+          fmt::format("layers must be 1 to {}, got {}", kMaxLayers, layers));
+  require(attn_size >= 0 && attn_size <= kMaxWidth,
+          fmt::format("attn_size must be 0 (= hidden) to {}, got {}", kMaxWidth, attn_size));
+  require(window >= 1 && window <= kMaxWindow,
+          fmt::format("window must be 1 to {}, got {}", kMaxWindow, window));
   require(dropout >= 0 && dropout < 1, fmt::format("dropout must be in [0, 1), got {}", dropout));
   using nn::AttentionKind;
   const bool same_size = attention == AttentionKind::dot ||
@@ -61,35 +69,186 @@ std::string Seq2SeqConfig::to_json() const {
   return j.dump();
 }
 
+namespace {
+
+using Json = nlohmann::json;
+
+// A JSON value for messages, cut short so that a huge bad value does not flood them.
+std::string shown(const Json& v) {
+  std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+// Reads the keys of a checkpoint's config, each checked for its JSON type and range first, so
+// that no value from the file is used before it is known to be sensible.
+class ConfigReader {
+ public:
+  explicit ConfigReader(const Json& j) : j_(j) {}
+
+  const Json& at(const char* key) const {
+    auto it = j_.find(key);
+    if (it == j_.end()) throw ValueError(fmt::format("config has no \"{}\"", key));
+    return *it;
+  }
+
+  // A whole number in [lo, hi]. 4.0 is refused too: the writer never writes one.
+  int64_t integer(const char* key, int64_t lo, int64_t hi) const {
+    const Json& v = at(key);
+    if (!v.is_number_integer())
+      throw ValueError(fmt::format("config.{}: {} is not an integer", key, shown(v)));
+    // Compared as the type the parser chose: a value above INT64_MAX is unsigned only.
+    const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(hi) &&
+                                                       static_cast<int64_t>(v.get<uint64_t>()) >= lo
+                                                 : v.get<int64_t>() >= lo && v.get<int64_t>() <= hi;
+    if (!in_range)
+      throw ValueError(
+          fmt::format("config.{}: {} is out of range [{}, {}]", key, shown(v), lo, hi));
+    return v.get<int64_t>();
+  }
+
+  uint64_t unsigned_integer(const char* key) const {
+    const Json& v = at(key);
+    if (!v.is_number_integer())
+      throw ValueError(fmt::format("config.{}: {} is not an integer", key, shown(v)));
+    if (!v.is_number_unsigned() && v.get<int64_t>() < 0)
+      throw ValueError(fmt::format("config.{}: {} is out of range [0, {}]", key, shown(v),
+                                   std::numeric_limits<uint64_t>::max()));
+    return v.get<uint64_t>();
+  }
+
+  // A number in [lo, hi) (an integer such as 0 is a number too).
+  double number(const char* key, double lo, double hi) const {
+    const Json& v = at(key);
+    if (!v.is_number())
+      throw ValueError(fmt::format("config.{}: {} is not a number", key, shown(v)));
+    const double x = v.get<double>();
+    if (!(x >= lo && x < hi))
+      throw ValueError(
+          fmt::format("config.{}: {} is out of range [{}, {})", key, shown(v), lo, hi));
+    return x;
+  }
+
+  bool boolean(const char* key) const {
+    const Json& v = at(key);
+    if (!v.is_boolean())
+      throw ValueError(fmt::format("config.{}: {} is not true or false", key, shown(v)));
+    return v.get<bool>();
+  }
+
+  // A name that `parse` accepts; its message (listing the valid names) is kept.
+  template <class Parse>
+  auto name(const char* key, Parse parse) const {
+    const Json& v = at(key);
+    if (!v.is_string())
+      throw ValueError(fmt::format("config.{}: {} is not a string", key, shown(v)));
+    try {
+      return parse(v.get_ref<const std::string&>());
+    } catch (const ValueError& e) {
+      throw ValueError(fmt::format("config.{}: {}", key, e.what()));
+    }
+  }
+
+ private:
+  const Json& j_;
+};
+
+}  // namespace
+
 Seq2SeqConfig Seq2SeqConfig::from_json(std::string_view text) {
-  nlohmann::json j;
+  Json j;
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+    j = Json::parse(text);
+  } catch (const Json::parse_error& e) {
     throw ValueError(fmt::format("model config: not valid JSON: {}", e.what()));
   }
-  if (!j.is_object()) throw ValueError("model config: expected a JSON object");
+  if (!j.is_object())
+    throw ValueError(fmt::format("model config: expected a JSON object, got {}", shown(j)));
+  const ConfigReader r(j);
   Seq2SeqConfig c;
-  try {
-    c.src_vocab = j.at("src_vocab").get<int64_t>();
-    c.tgt_vocab = j.at("tgt_vocab").get<int64_t>();
-    c.emb = j.at("emb").get<int64_t>();
-    c.hidden = j.at("hidden").get<int64_t>();
-    c.layers = j.at("layers").get<int>();
-    c.bidirectional = j.at("bidirectional").get<bool>();
-    c.cell = nn::parse_cell(j.at("cell").get<std::string>());
-    c.attention = nn::parse_attention(j.at("attention").get<std::string>());
-    c.decoder = parse_decoder(j.at("decoder").get<std::string>());
-    c.attn_size = j.at("attn_size").get<int64_t>();
-    c.window = j.at("window").get<int64_t>();
-    c.dropout = j.at("dropout").get<double>();
-    c.deep_output = j.at("deep_output").get<bool>();
-    c.seed = j.at("seed").get<uint64_t>();
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError(fmt::format("model config: {}", e.what()));
-  }
+  c.src_vocab = r.integer("src_vocab", 5, kMaxVocab);
+  c.tgt_vocab = r.integer("tgt_vocab", 5, kMaxVocab);
+  c.emb = r.integer("emb", 1, kMaxWidth);
+  c.hidden = r.integer("hidden", 1, kMaxWidth);
+  c.layers = static_cast<int>(r.integer("layers", 1, kMaxLayers));
+  c.bidirectional = r.boolean("bidirectional");
+  c.cell = r.name("cell", [](const std::string& s) { return nn::parse_cell(s); });
+  c.attention = r.name("attention", [](const std::string& s) { return nn::parse_attention(s); });
+  c.decoder = r.name("decoder", [](const std::string& s) { return parse_decoder(s); });
+  c.attn_size = r.integer("attn_size", 0, kMaxWidth);
+  c.window = r.integer("window", 1, kMaxWindow);
+  c.dropout = r.number("dropout", 0, 1);
+  c.deep_output = r.boolean("deep_output");
+  c.seed = r.unsigned_integer("seed");
   c.validate();
   return c;
+}
+
+std::vector<std::pair<std::string, Shape>> Seq2SeqConfig::parameter_shapes() const {
+  validate();
+  std::vector<std::pair<std::string, Shape>> out;
+  const int64_t g = nn::gate_count(cell) * hidden, h = hidden, k = key_size();
+  const int64_t a = attn_size > 0 ? attn_size : hidden;
+  auto add = [&](std::string name, Shape shape) { out.emplace_back(std::move(name), shape); };
+  auto cell_weights = [&](const std::string& prefix, const std::string& suffix, int64_t in) {
+    add(prefix + "weight_ih" + suffix, {g, in});
+    add(prefix + "weight_hh" + suffix, {g, h});
+    add(prefix + "bias_ih" + suffix, {g});
+    add(prefix + "bias_hh" + suffix, {g});
+  };
+  // Encoder (models/encoder.cpp, nn::RNN).
+  add("encoder.embedding.weight", {src_vocab, emb});
+  const int directions = bidirectional ? 2 : 1;
+  for (int l = 0; l < layers; ++l)
+    for (int d = 0; d < directions; ++d)
+      cell_weights("encoder.rnn.", fmt::format("_l{}{}", l, d ? "_reverse" : ""),
+                   l == 0 ? emb : h * directions);
+  // Decoder (models/decoder.cpp, nn::Attention::make).
+  add("decoder.embedding.weight", {tgt_vocab, emb});
+  add("decoder.bridge.weight", {h * layers, k});
+  add("decoder.bridge.bias", {h * layers});
+  using nn::AttentionKind;
+  switch (attention) {
+    case AttentionKind::none:
+    case AttentionKind::dot:
+    case AttentionKind::scaled_dot:
+      break;
+    case AttentionKind::bahdanau:
+      add("decoder.attention.W", {a, h});
+      add("decoder.attention.b", {a});
+      add("decoder.attention.U", {a, k});
+      add("decoder.attention.v", {a});
+      break;
+    case AttentionKind::concat:
+      add("decoder.attention.W", {a, h + k});
+      add("decoder.attention.v", {a});
+      break;
+    case AttentionKind::general:
+    case AttentionKind::local_m:
+      add("decoder.attention.W", {h, k});
+      break;
+    case AttentionKind::local_p:
+      add("decoder.attention.W", {h, k});
+      add("decoder.attention.W_p", {a, h});
+      add("decoder.attention.v_p", {a});
+      break;
+    case AttentionKind::cosine:
+      add("decoder.attention.beta", {1});
+      break;
+  }
+  for (int l = 0; l < layers; ++l)
+    cell_weights(fmt::format("decoder.cells.{}.", l), "",
+                 l > 0 ? h : emb + (decoder == DecoderKind::bahdanau ? k : h));
+  if (decoder == DecoderKind::luong) add("decoder.combine.weight", {h, k + h});
+  const int64_t features = decoder == DecoderKind::luong || !deep_output ? h : h + k + emb;
+  add("decoder.out.weight", {tgt_vocab, features});
+  add("decoder.out.bias", {tgt_vocab});
+  return out;
+}
+
+int64_t Seq2SeqConfig::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& [name, shape] : parameter_shapes()) n += shape.numel();
+  return n;
 }
 
 std::string Seq2SeqConfig::summary() const {

@@ -4,7 +4,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include "tapestry/core/shape.h"
 #include "tapestry/nn/attention.h"
 #include "tapestry/nn/rnn.h"
 
@@ -13,6 +16,14 @@ namespace tapestry::models {
 enum class DecoderKind { bahdanau, luong };
 const char* decoder_name(DecoderKind kind);
 DecoderKind parse_decoder(std::string_view name);  // throws ValueError listing the valid names
+
+// The sizes a configuration may take, the same as `tapestry train`'s flags allow: a checkpoint
+// whose config lies outside them is refused before anything is built from it. Token ids are
+// int32, hence the vocabulary's bound.
+inline constexpr int64_t kMaxVocab = 2147483647;
+inline constexpr int64_t kMaxWidth = 65536;  // emb, hidden and attn_size
+inline constexpr int kMaxLayers = 8;
+inline constexpr int64_t kMaxWindow = 1000;
 
 struct Seq2SeqConfig {
   int64_t src_vocab = 0, tgt_vocab = 0;  // including the 4 specials
@@ -37,9 +48,16 @@ struct Seq2SeqConfig {
   int64_t key_size() const { return hidden * (bidirectional ? 2 : 1); }
   // Throws ValueError naming the field and the rule (e.g. dot attention needs K = H).
   void validate() const;
-  // As JSON (a checkpoint's "config" metadata), and back; from_json validates.
+  // As JSON (a checkpoint's "config" metadata), and back. from_json checks every key's JSON type
+  // and range before using it, naming it ("config.layers: 4294967297 is out of range [1, 8]",
+  // "config.hidden: \"abc\" is not an integer"), then validates.
   std::string to_json() const;
   static Seq2SeqConfig from_json(std::string_view json);
+  // Every parameter of a Seq2Seq built from this (validated) config, by dotted name in the order
+  // the model registers them, with its shape: computed, not allocated, so that a checkpoint's
+  // tensors can be checked against its config before the model is built.
+  std::vector<std::pair<std::string, Shape>> parameter_shapes() const;
+  int64_t parameter_count() const;
   // One line for logs: "gru bi 1x128 emb 64, bahdanau attention, bahdanau decoder".
   std::string summary() const;
 };

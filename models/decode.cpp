@@ -10,6 +10,7 @@
 
 #include "tapestry/core/packed.h"
 #include "tapestry/core/parallel.h"
+#include "tapestry/models/limits.h"
 #include "tapestry/ops/kernels.h"
 #include "tapestry/ops/ops.h"
 
@@ -119,8 +120,31 @@ void append_weights(std::vector<float>& out, const Var& weights, int64_t r, int6
 }  // namespace
 
 int64_t max_decode_steps(const DecodeOptions& o, int64_t s) {
-  return static_cast<int64_t>(std::ceil(o.max_len_ratio * static_cast<double>(s))) +
-         o.max_len_extra;
+  // In double: a ratio of 1000 and a long source must not overflow before the bound applies.
+  const double steps =
+      std::ceil(o.max_len_ratio * static_cast<double>(s)) + static_cast<double>(o.max_len_extra);
+  return steps >= static_cast<double>(kMaxOutputTokens) ? kMaxOutputTokens
+                                                        : static_cast<int64_t>(steps);
+}
+
+double decode_memory_bound(const Seq2SeqConfig& c, int64_t rows, int64_t src_len,
+                           const DecodeOptions& o) {
+  const double b = static_cast<double>(rows), k = static_cast<double>(o.beam),
+               s = static_cast<double>(src_len), v = static_cast<double>(c.tgt_vocab),
+               steps = static_cast<double>(max_decode_steps(o, src_len));
+  const double a = static_cast<double>(c.attn_size > 0 ? c.attn_size : c.hidden);
+  const double shards =
+      static_cast<double>(std::min<int64_t>(o.shards, std::max<int64_t>(rows, 1)));
+  // The hypotheses (one a sentence for greedy; for a beam up to k alive and k finished), each
+  // with steps x S attention weights.
+  const double hypotheses = o.beam > 1 ? 2 * k : 1;
+  const double attention = b * hypotheses * steps * s * sizeof(float);
+  // Each step: (B k, V) log-probabilities (float64 at most), and per shard one sentence's k V
+  // candidates (a double and two int64).
+  const double scores = b * k * v * 8 + (o.beam > 1 ? shards * k * v * 24 : 0);
+  // The encoder's states and the attention's precomputed keys, copied for each of the k rows.
+  const double memory = b * k * s * (static_cast<double>(c.key_size()) + a) * 8;
+  return attention + scores + memory;
 }
 
 namespace {
@@ -309,6 +333,20 @@ template <class F>
 std::vector<std::vector<Hypothesis>> sharded(Seq2Seq& model, const Batch& batch,
                                              const DecodeOptions& options, F shard) {
   check_options(options);
+  for (int64_t r = 0; r < batch.size; ++r)
+    if (batch.src_lengths[r] > kMaxSourceTokens)
+      throw ValueError(
+          fmt::format("decode: a source of {} tokens (batch row {}) is longer than "
+                      "the {} decoding accepts",
+                      batch.src_lengths[r], r, kMaxSourceTokens));
+  const std::string refusal = memory_refusal(
+      decode_memory_bound(model.config(), batch.size, batch.src_len, options),
+      "the hypotheses' attention, the beam's scores, the encoder states for every beam row");
+  if (!refusal.empty())
+    throw ValueError(fmt::format(
+        "decode: beam {} over {} sentences of up to {} tokens would need {}; decode fewer "
+        "sentences at once or use a narrower beam",
+        options.beam, batch.size, batch.src_len, refusal));
   EvalScope eval(model);
   // The weights stay unchanged for the whole call: their packs are made once, by whichever shard
   // first needs each, and shared (or kept from earlier calls, in options.packs).

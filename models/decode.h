@@ -10,10 +10,19 @@
 
 namespace tapestry::models {
 
+// Decoding's bounds, so that its memory stays bounded whatever the input and the options: a
+// source longer than kMaxSourceTokens is refused (ValueError naming its length; callers reading
+// text truncate or refuse first, naming the line), and no output runs past kMaxOutputTokens
+// steps, whatever max_len_ratio and max_len_extra say (the hypothesis then ends unfinished).
+// Every hypothesis keeps its attention, steps x S floats: at most 4096 x 1024 x 4 = 16 MB.
+inline constexpr int64_t kMaxSourceTokens = 1024;
+inline constexpr int64_t kMaxOutputTokens = 4096;
+
 struct DecodeOptions {
   int64_t beam = 1;   // beam width k (1: greedy)
   int64_t nbest = 1;  // hypotheses returned per sentence, at most k
-  // A sentence stops after ceil(max_len_ratio * S_b) + max_len_extra tokens (with <eos>).
+  // A sentence stops after ceil(max_len_ratio * S_b) + max_len_extra tokens (with <eos>), at
+  // most kMaxOutputTokens.
   double max_len_ratio = 2.0;
   int64_t max_len_extra = 5;
   // Hypotheses are ranked by log p / steps^length_penalty (0: raw log-probability).
@@ -42,11 +51,19 @@ struct Hypothesis {
   int64_t steps() const { return static_cast<int64_t>(tokens.size()) + (finished ? 1 : 0); }
 };
 
-// The maximum number of steps for a source of length s.
+// The maximum number of steps for a source of length s (at most kMaxOutputTokens).
 int64_t max_decode_steps(const DecodeOptions& options, int64_t s);
 
+// An upper bound on the bytes decoding a batch of `rows` sentences of up to `src_len` tokens
+// takes: the hypotheses' attention matrices, the beam's log-probabilities and candidates, the
+// encoder states copied for every beam row.
+double decode_memory_bound(const Seq2SeqConfig& config, int64_t rows, int64_t src_len,
+                           const DecodeOptions& options);
+
 // Per batch row, the options.nbest best hypotheses, best first. The model is switched to eval
-// mode for the call (and back). Throws ValueError for beam < 1 or nbest outside [1, beam].
+// mode for the call (and back). Throws ValueError for beam < 1 or nbest outside [1, beam], a
+// source longer than kMaxSourceTokens, or a batch whose decode_memory_bound is more than this
+// machine's memory (before decoding starts).
 std::vector<std::vector<Hypothesis>> greedy_decode(Seq2Seq& model, const Batch& batch,
                                                    const DecodeOptions& options = {});
 std::vector<std::vector<Hypothesis>> beam_decode(Seq2Seq& model, const Batch& batch,

@@ -26,7 +26,10 @@ void save_model(const std::string& path, Seq2Seq& model, const Vocab& src, const
 
 // Reads a model written by save_model. Throws nn::CheckpointError naming the file and the reason:
 // not a safetensors file, not a Tapestry model (missing metadata), a configuration or vocabulary
-// that does not parse or does not match the tensors (each differing tensor named).
+// that does not parse (the config key named, with its type or range), a config that does not
+// match the tensors (each differing tensor named), a model too large for this machine's memory,
+// weights that are NaN or infinite (each tensor named with its count). All but the last are
+// found from the header alone, before the model is built.
 SavedModel load_model(const std::string& path);
 
 }  // namespace tapestry::models

@@ -437,6 +437,20 @@ std::map<std::string, std::string> read_checkpoint_metadata(const std::string& p
   return read_header(file).metadata;
 }
 
+SafetensorsHeader read_safetensors_header(const std::string& path) {
+  InputFile file(path);
+  Header h = read_header(file);
+  SafetensorsHeader out;
+  for (Entry& e : h.entries) out.tensors.push_back({std::move(e.name), e.dtype, e.shape});
+  out.metadata = std::move(h.metadata);
+  out.file_bytes = file.size();
+  return out;
+}
+
+const char* safetensors_dtype(DType dtype) {
+  return format_dtype(dtype);
+}
+
 void save_checkpoint(const std::string& path, Module& module,
                      const std::map<std::string, std::string>& metadata) {
   NamedTensors tensors;

@@ -67,4 +67,22 @@ std::map<std::string, std::string> load_checkpoint(const std::string& path, Modu
 // load_safetensors; the tensor data is not read).
 std::map<std::string, std::string> read_checkpoint_metadata(const std::string& path);
 
+// What a safetensors file's header says, without its data: each tensor's name, dtype and shape
+// in header order, and the metadata. Checked as in load_safetensors (so the shapes are backed by
+// the file's bytes); nothing the size of a tensor is allocated.
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
+struct SafetensorsHeader {
+  std::vector<TensorInfo> tensors;
+  std::map<std::string, std::string> metadata;
+  uint64_t file_bytes = 0;
+};
+SafetensorsHeader read_safetensors_header(const std::string& path);
+
+// "F32" or "F64", as safetensors names them.
+const char* safetensors_dtype(DType dtype);
+
 }  // namespace tapestry::nn

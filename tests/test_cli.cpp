@@ -144,7 +144,7 @@ TEST_CASE("bad files give one readable message and exit 1, never a crash", "[cli
   config.replace(config.find("\"hidden\":16"), 11, "\"hidden\":24");
   nn::save_safetensors(dir / "other.safetensors", f.tensors, f.metadata);
   check("eval --model other.safetensors --src run/test.src --ref run/test.ref",
-        "does not fit the module");
+        "does not match its tensors");
   // A truncated checkpoint.
   const std::string bytes = read(dir / "run/model.safetensors");
   write(dir / "cut.safetensors", bytes.substr(0, bytes.size() / 2));

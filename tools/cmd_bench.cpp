@@ -13,6 +13,7 @@
 #include "tapestry/core/packed.h"
 #include "tapestry/core/parallel.h"
 #include "tapestry/models/decode.h"
+#include "tapestry/models/limits.h"
 #include "tapestry/models/train.h"
 #include "tapestry/nn/clip.h"
 #include "tools/bench_data.h"
@@ -90,7 +91,8 @@ struct BenchSettings {
                  "also time forward, backward and clip+Adam separately (extra iterations)");
   }
 
-  BenchShape shape() const {
+  // The preset with the flags' overrides, not yet checked.
+  BenchShape overridden() const {
     BenchShape s = bench_preset(config);
     auto over = [](int64_t& field, int64_t value) {
       if (value >= 0) field = value;
@@ -100,6 +102,11 @@ struct BenchSettings {
     over(s.iters, iters), over(s.decode_iters, decode_iters);
     s.attn = attn >= 0 ? attn : s.hidden;
     s.bidir = bidir, s.pool = pool, s.min_len_frac = min_len_frac;
+    return s;
+  }
+
+  BenchShape shape() const {
+    BenchShape s = overridden();
     auto positive = [](const char* name, int64_t v) {
       if (v < 1) throw UsageError{fmt::format("--{} must be at least 1, got {}", name, v)};
     };
@@ -109,7 +116,66 @@ struct BenchSettings {
     if (s.vocab < 4) throw UsageError{fmt::format("--vocab must be at least 4, got {}", s.vocab)};
     if (s.tgt_len < 2)
       throw UsageError{fmt::format("--tgt-len must be at least 2, got {}", s.tgt_len)};
+    if (decode && s.src_len > kMaxSourceTokens)
+      throw UsageError{fmt::format(
+          "--src-len {}: decoding accepts sources of up to {} tokens (--no-decode times training "
+          "alone)",
+          s.src_len, kMaxSourceTokens)};
+    if (decode && s.tgt_len > kMaxOutputTokens)
+      throw UsageError{fmt::format(
+          "--tgt-len {}: decoding stops after at most {} tokens (--no-decode times training "
+          "alone)",
+          s.tgt_len, kMaxOutputTokens)};
+    check_memory(s);
     return s;
+  }
+
+  // Training's memory and the batch pool's, in bytes.
+  static double need(const BenchShape& s) {
+    const models::MemoryNeed m =
+        models::training_memory(bench_model_config(s, 0), s.batch, s.src_len, s.tgt_len, 4);
+    // Each pooled batch: sources, targets in and out (int32) and lengths (int64).
+    const double pool = static_cast<double>(s.pool) * static_cast<double>(s.batch) *
+                        (4.0 * static_cast<double>(s.src_len + 2 * s.tgt_len) + 24);
+    return m.total() + pool;
+  }
+
+  // Refuses a shape whose training cannot fit in this machine's memory, before the batches or
+  // the model are made, naming the flag most to blame: the one whose preset value would shrink
+  // the need most.
+  void check_memory(const BenchShape& s) const {
+    const double total = need(s);
+    const std::string refusal = models::memory_refusal(
+        total,
+        "the parameters, their gradients and Adam's state, a batch's activations and the "
+        "batch pool");
+    if (refusal.empty()) return;
+    struct Size {
+      const char* flag;
+      int64_t BenchSettings::*field;
+    };
+    const Size sizes[] = {
+        {"vocab", &BenchSettings::vocab},     {"emb", &BenchSettings::emb},
+        {"hidden", &BenchSettings::hidden},   {"attn-size", &BenchSettings::attn},
+        {"batch", &BenchSettings::batch},     {"src-len", &BenchSettings::src_len},
+        {"tgt-len", &BenchSettings::tgt_len}, {"pool", &BenchSettings::pool}};
+    const Size* blamed = nullptr;
+    double least = total;
+    for (const Size& z : sizes) {
+      BenchSettings t = *this;
+      t.*z.field = z.field == &BenchSettings::pool ? BenchSettings{}.pool : -1;
+      if (t.*z.field == this->*z.field) continue;  // the default already
+      double n = 0;
+      try {
+        n = need(t.overridden());
+      } catch (const ValueError&) {
+        continue;  // not a valid model with the other flags
+      }
+      if (n < least) least = n, blamed = &z;
+    }
+    const std::string flag = blamed ? fmt::format("--{} {}", blamed->flag, this->*blamed->field)
+                                    : fmt::format("--config {}", config);
+    throw UsageError{fmt::format("{}: training would need {}", flag, refusal)};
   }
 };
 

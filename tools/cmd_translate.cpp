@@ -100,10 +100,19 @@ int cmd_translate(const Args& args) {
   std::vector<size_t> where;
   // Words the model never saw are read as <unk>: said on standard error (the first few lines in
   // full, then a count), never in the translations themselves.
-  size_t unknown = 0, unknown_lines = 0, words = 0;
+  size_t unknown = 0, unknown_lines = 0, words = 0, cut_lines = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
     auto tokens = m.preprocess.tokenize(lines[i]);
     if (tokens.empty()) continue;
+    // Decoding's memory grows with the source's length: longer lines are cut, and said so.
+    if (tokens.size() > static_cast<size_t>(kMaxSourceTokens)) {
+      if (++cut_lines <= 5)
+        fmt::print(stderr,
+                   "tapestry translate: line {}: {} tokens, more than the {} a sentence may have; "
+                   "translating its first {}\n",
+                   i + 1, tokens.size(), kMaxSourceTokens, kMaxSourceTokens);
+      tokens.resize(static_cast<size_t>(kMaxSourceTokens));
+    }
     std::string missing;
     size_t here = 0;
     for (const auto& t : tokens)
@@ -133,6 +142,9 @@ int cmd_translate(const Args& args) {
                "tapestry translate: {} of {} input words ({} of {} sentences) are not in the "
                "model's vocabulary and were read as <unk>\n",
                unknown, words, unknown_lines, pairs.size());
+  if (cut_lines > 5)
+    fmt::print(stderr, "tapestry translate: {} lines were cut to their first {} tokens\n",
+               cut_lines, kMaxSourceTokens);
   auto hyps = translate(*m.model, pairs, batch_size, o);
 
   std::vector<std::vector<std::string>> out(lines.size());

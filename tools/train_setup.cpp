@@ -3,16 +3,149 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include "tapestry/models/corpus.h"
+#include "tapestry/models/decode.h"
+#include "tapestry/models/limits.h"
+#include "tools/progress.h"
 #include "tools/run_dir.h"
 
 namespace tapestry::cli {
 
 namespace {
 constexpr int64_t kBig = std::numeric_limits<int32_t>::max();
+
+std::string with_commas(int64_t n) {
+  return format_count(static_cast<double>(n));
 }
+
+// The longest sentences training will see, where the settings say: a copy, reverse or sort
+// task's --max-len (its lengths are uniform up to it, so some batch reaches it). Otherwise 1: a
+// corpus' --max-tokens bounds its lengths but is far above most, and batches group sentences of
+// similar length, so only the parameters are counted (an estimate never too large).
+int64_t longest_sentence(const TrainSettings& s) {
+  if (s.task == "copy" || s.task == "reverse" || s.task == "sort") return s.max_len;
+  return 1;
+}
+
+struct TrainingNeed {
+  models::MemoryNeed bytes;
+  std::string what;
+};
+// The smallest vocabulary the data could give before it is read: a copy, reverse or sort task's
+// symbols and the 4 specials, else 5.
+int64_t least_vocab(const TrainSettings& s) {
+  return s.task == "copy" || s.task == "reverse" || s.task == "sort" ? s.symbols + 4 : 5;
+}
+
+// What training needs with these settings, in bytes, and what for. A vocabulary of -1 is the
+// least the flags allow (least_vocab).
+TrainingNeed training_need(const TrainSettings& s, int64_t src_vocab, int64_t tgt_vocab) {
+  if (src_vocab < 0) src_vocab = least_vocab(s);
+  if (tgt_vocab < 0) tgt_vocab = least_vocab(s);
+  const models::Seq2SeqConfig c = model_config_unchecked(s, src_vocab, tgt_vocab);
+  const bool sgd = s.optimizer == "sgd";
+  const int64_t len = longest_sentence(s);
+  TrainingNeed n;
+  n.bytes = models::training_memory(c, s.batch_size, len, len + 1, sgd ? 3 : 4);
+  n.what = fmt::format(
+      "{} for {} parameters, their gradients and {}, {} for a batch's activations",
+      models::format_bytes(n.bytes.weights), format_count(static_cast<double>(c.parameter_count())),
+      sgd ? "SGD's momentum" : "Adam's two moments", models::format_bytes(n.bytes.activations));
+  return n;
+}
+
+// Refuses settings whose training cannot fit in this machine's memory, before anything is
+// allocated, naming the flag most to blame: the size flag whose default would shrink the need
+// most (a UsageError), else the vocabularies the data gave (an Error). Vocabularies of -1: the
+// least the flags allow.
+void check_memory(const TrainSettings& s, int64_t src_vocab, int64_t tgt_vocab) {
+  const TrainingNeed need = training_need(s, src_vocab, tgt_vocab);
+  const std::string refusal = models::memory_refusal(need.bytes.total(), need.what);
+  if (refusal.empty()) return;
+  const TrainSettings defaults;
+  struct Size {
+    const char* flag;
+    int64_t TrainSettings::*field;
+  };
+  const Size sizes[] = {
+      {"hidden", &TrainSettings::hidden},         {"emb", &TrainSettings::emb},
+      {"attn-size", &TrainSettings::attn_size},   {"layers", &TrainSettings::layers},
+      {"batch-size", &TrainSettings::batch_size}, {"max-len", &TrainSettings::max_len},
+      {"symbols", &TrainSettings::symbols}};
+  const Size* blamed = nullptr;
+  double least = need.bytes.total();
+  for (const Size& z : sizes) {
+    if (s.*z.field == defaults.*z.field) continue;
+    TrainSettings t = s;
+    t.*z.field = defaults.*z.field;
+    double n = 0;
+    try {
+      n = training_need(t, src_vocab, tgt_vocab).bytes.total();
+    } catch (const ValueError&) {
+      continue;  // the default does not make a valid model with the other flags
+    }
+    if (n < least) least = n, blamed = &z;
+  }
+  if (blamed)
+    throw UsageError{
+        fmt::format("--{} {}: training would need {}", blamed->flag, s.*blamed->field, refusal)};
+  throw Error(fmt::format(
+      "vocabularies of {} source and {} target tokens: training would need {} (--max-vocab or "
+      "--min-freq make them smaller)",
+      with_commas(src_vocab), with_commas(tgt_vocab), refusal));
+}
+
+// Validation and test sentences are decoded after every epoch and at the end: one longer than
+// decoding accepts, or decoding whose memory bound (models::decode_memory_bound, which decode
+// itself refuses on) is too large, is refused when the data is loaded, not after hours of
+// training.
+void check_decodable(const TrainSettings& s, const TrainData& d) {
+  const models::Seq2SeqConfig config = model_config_unchecked(s, 5, 5);
+  const std::tuple<const char*, const std::vector<models::Example>*, int64_t> decoded[] = {
+      {"validation", &d.splits.valid, 1}, {"test", &d.splits.test, s.test_beam}};
+  for (const auto& [what, pairs, beam] : decoded) {
+    int64_t longest = 0;
+    for (const auto& e : *pairs) longest = std::max(longest, static_cast<int64_t>(e.src.size()));
+    if (longest > models::kMaxSourceTokens) continue;  // named below
+    models::DecodeOptions o;
+    o.beam = beam;
+    const int64_t rows = std::min<int64_t>(s.batch_size, static_cast<int64_t>(pairs->size()));
+    const std::string refusal =
+        models::memory_refusal(models::decode_memory_bound(config, rows, longest, o),
+                               "the hypotheses' attention and the beam's scores");
+    if (!refusal.empty())
+      throw Error(fmt::format(
+          "--batch-size {}{}: decoding the {} sentences (up to {} tokens) would need {}",
+          s.batch_size, beam > 1 ? fmt::format(" with --test-beam {}", beam) : "", what, longest,
+          refusal));
+  }
+  const std::pair<const char*, const std::vector<models::Example>*> held_out[] = {
+      {"validation", &d.splits.valid}, {"test", &d.splits.test}};
+  for (const auto& [what, pairs] : held_out)
+    for (size_t i = 0; i < pairs->size(); ++i) {
+      const int64_t n = static_cast<int64_t>((*pairs)[i].src.size());
+      if (n <= models::kMaxSourceTokens) continue;
+      const std::string why =
+          fmt::format("{} tokens, more than the {} decoding accepts", n, models::kMaxSourceTokens);
+      if (!s.task.empty())
+        throw Error(fmt::format("--max-len {}: a {} sentence has {}", s.max_len, what, why));
+      if (!s.data.empty())
+        throw Error(
+            fmt::format("{}: a {} pair's source has {} (--max-tokens {} or less drops such "
+                        "pairs)",
+                        s.data, what, why, models::kMaxSourceTokens));
+      // Held-out files are read whole, one pair per line.
+      const std::string& prefix =
+          what == std::string("validation") ? s.valid_prefix : s.test_prefix;
+      throw Error(fmt::format("{}.{}:{}: {}", prefix, s.src_lang, i + 1, why));
+    }
+}
+
+}  // namespace
 
 void TrainSettings::declare(Flags& f) {
   f.section("data (one of --task, --data, --train-prefix)");
@@ -37,8 +170,10 @@ void TrainSettings::declare(Flags& f) {
   f.add("tgt", &tgt_lang, "target language suffix, e.g. en");
   f.add_switch("lowercase", &lowercase, "lower-case the text");
   f.add_switch("split-punct", &split_punct, "split punctuation off words");
-  f.add("max-tokens", &max_tokens, "drop pairs longer than this on either side (0: keep all)", 0,
-        kBig);
+  f.add("max-tokens", &max_tokens,
+        "drop training pairs longer than this many tokens on either side (0: keep all; --data: "
+        "before the split, so held-out pairs too)",
+        0, kBig);
   f.add("min-freq", &min_freq, "vocabulary: tokens seen fewer times become <unk>", 1, kBig);
   f.add("max-vocab", &max_vocab, "vocabulary: most frequent tokens kept (0: all)", 0, kBig);
 
@@ -105,6 +240,13 @@ void TrainSettings::check(const Flags& f) const {
     throw UsageError{"--valid-fraction and --test-fraction apply to --data files"};
   if (valid_fraction + test_fraction >= 1)
     throw UsageError{"--valid-fraction plus --test-fraction must leave pairs for training"};
+  if ((task == "copy" || task == "reverse" || task == "sort") && max_len > models::kMaxSourceTokens)
+    throw UsageError{fmt::format(
+        "--max-len {}: validation sentences are decoded, and decoding accepts up to {} tokens",
+        max_len, models::kMaxSourceTokens)};
+  // Before the data is read, with the smallest vocabularies the data could give: what the flags
+  // alone make too large.
+  check_memory(*this, -1, -1);
 }
 
 std::string TrainSettings::data_description() const {
@@ -144,41 +286,80 @@ TrainData load_train_data(const TrainSettings& s) {
                         ? fmt::format("task {}", s.task)
                         : fmt::format("task {} (lengths {}-{}, {} symbols)", s.task, s.min_len,
                                       s.max_len, s.symbols);
+    check_decodable(s, d);
     return d;
   }
   CorpusOptions o;
   o.text = {s.lowercase, s.split_punct};
-  o.max_len = s.max_tokens;
+  // The length filter is applied here rather than by the reader, so that its count is told
+  // apart from the tutorial filter's.
+  o.max_len = 0;
+  int64_t too_long = 0, considered = 0;
+  auto drop_long = [&](std::vector<Example>& pairs) {
+    considered += static_cast<int64_t>(pairs.size());
+    if (s.max_tokens <= 0) return;
+    const auto longer = [&](const Example& e) {
+      return static_cast<int64_t>(e.src.size()) > s.max_tokens ||
+             static_cast<int64_t>(e.tgt.size()) > s.max_tokens;
+    };
+    const auto kept = std::remove_if(pairs.begin(), pairs.end(), longer);
+    too_long += static_cast<int64_t>(pairs.end() - kept);
+    pairs.erase(kept, pairs.end());
+  };
+  auto dropped_note = [&](const char* what) {
+    if (too_long == 0) return std::string();
+    return fmt::format("; dropped {} of {} {} longer than {} tokens (--max-tokens)",
+                       with_commas(too_long), with_commas(considered), what, s.max_tokens);
+  };
   if (!s.data.empty()) {
     o.tutorial = s.tutorial;
     o.reverse = s.reverse;
     Corpus c = read_tsv(s.data, o);
-    d.dropped = c.dropped;
+    drop_long(c.pairs);  // before the split, as before: every split is bounded
+    if (c.pairs.empty())
+      throw Error(fmt::format("{}: all {} pairs are longer than --max-tokens {}", s.data,
+                              with_commas(too_long), s.max_tokens));
+    d.dropped = c.dropped + too_long;
     d.splits = split_corpus(std::move(c.pairs), s.valid_fraction, s.test_fraction,
                             static_cast<uint64_t>(s.seed));
-    d.description = fmt::format("{} ({} of {} pairs kept)", s.data, c.lines - c.dropped, c.lines);
+    d.description =
+        fmt::format("{} ({} of {} pairs kept{})", s.data, with_commas(c.lines - d.dropped),
+                    with_commas(c.lines), dropped_note("pairs"));
   } else {
     auto read = [&](const std::string& prefix, bool filter) {
-      CorpusOptions po = o;
-      if (!filter) po.max_len = 0;  // held-out sets keep every sentence
-      Corpus c = read_parallel(prefix + "." + s.src_lang, prefix + "." + s.tgt_lang, po);
+      Corpus c = read_parallel(prefix + "." + s.src_lang, prefix + "." + s.tgt_lang, o);
       d.dropped += c.dropped;
+      if (filter) {  // held-out sets keep every sentence
+        drop_long(c.pairs);
+        d.dropped += too_long;
+        if (c.pairs.empty())
+          throw Error(fmt::format("{}.{}: all {} training pairs are longer than --max-tokens {}",
+                                  prefix, s.src_lang, with_commas(too_long), s.max_tokens));
+      }
       return std::move(c.pairs);
     };
     d.splits.train = read(s.train_prefix, true);
     d.splits.valid = read(s.valid_prefix, false);
     d.splits.test = read(s.test_prefix, false);
-    d.description = fmt::format("{}.{{{},{}}}", s.train_prefix, s.src_lang, s.tgt_lang);
+    d.description = fmt::format("{}.{{{},{}}}{}", s.train_prefix, s.src_lang, s.tgt_lang,
+                                dropped_note("training pairs"));
   }
   if (s.tutorial) {
     d.preprocess.mode = Preprocess::Mode::tutorial;
   } else {
     d.preprocess.text = o.text;
   }
+  check_decodable(s, d);
   return d;
 }
 
 models::Seq2SeqConfig model_config(const TrainSettings& s, int64_t src_vocab, int64_t tgt_vocab) {
+  check_memory(s, src_vocab, tgt_vocab);
+  return model_config_unchecked(s, src_vocab, tgt_vocab);
+}
+
+models::Seq2SeqConfig model_config_unchecked(const TrainSettings& s, int64_t src_vocab,
+                                             int64_t tgt_vocab) {
   models::Seq2SeqConfig c;
   c.src_vocab = src_vocab;
   c.tgt_vocab = tgt_vocab;

@@ -18,7 +18,9 @@ struct TrainSettings {
   int64_t min_len = 5, max_len = 25, symbols = 20;
   int64_t train_size = 20000, valid_size = 1000, test_size = 1000;
   bool reverse = false, lowercase = false, split_punct = false, tutorial = false;
-  int64_t max_tokens = 0, min_freq = 1, max_vocab = 0;
+  // max_tokens bounds the training sentences' length (--max-len is taken by the toy tasks'
+  // generated lengths): an over-long pair costs memory and time quadratic in its length.
+  int64_t max_tokens = 100, min_freq = 1, max_vocab = 0;
   double valid_fraction = 0.05, test_fraction = 0.05;
   // model
   std::string cell = "gru", attention = "bahdanau", decoder = "bahdanau";
@@ -38,7 +40,8 @@ struct TrainSettings {
 
   // Declares every flag on `f`, bound to these fields.
   void declare(Flags& f);
-  // Cross-flag checks (exactly one data source, ...); throws UsageError.
+  // Cross-flag checks (exactly one data source, ...), and sizes that cannot fit in memory
+  // whatever the data (see model_config); throws UsageError.
   void check(const Flags& f) const;
   std::string data_description() const;
 };
@@ -55,7 +58,16 @@ TrainData load_train_data(const TrainSettings& s);
 // command.json or its data cannot be loaded any more.
 TrainData run_data(const std::string& dir);
 
+// The model's configuration. Refuses settings whose training cannot fit in this machine's memory
+// (parameters, gradients, the optimizer's state and a batch's activations, against the physical
+// memory), naming the flag most to blame: UsageError "--hidden 65536: training would need
+// 1.3 TiB (...), more than this machine's 23 GiB", or Error naming the vocabularies when the data
+// made them too large. check() refuses what the flags alone make too large, before any data is
+// read.
 models::Seq2SeqConfig model_config(const TrainSettings& s, int64_t src_vocab, int64_t tgt_vocab);
+// The same without the memory check.
+models::Seq2SeqConfig model_config_unchecked(const TrainSettings& s, int64_t src_vocab,
+                                             int64_t tgt_vocab);
 models::TrainOptions train_options(const TrainSettings& s);
 
 }  // namespace tapestry::cli
