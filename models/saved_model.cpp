@@ -61,8 +61,9 @@ void check_tensors(const std::string& path, const Seq2SeqConfig& config,
                   path, config.summary(), problems.size(), problems.size() == 1 ? "" : "s", list));
 }
 
-// A NaN or an infinity in a weight turns every translation into noise: refused, by name.
-void check_finite(const std::string& path, Seq2Seq& model) {
+}  // namespace
+
+void check_finite_parameters(const std::string& path, nn::Module& model) {
   std::vector<std::string> problems;
   for (auto& [name, p] : model.named_parameters()) {
     int64_t nan = 0, inf = 0;
@@ -88,8 +89,6 @@ void check_finite(const std::string& path, Seq2Seq& model) {
   throw nn::CheckpointError(
       fmt::format("checkpoint '{}': weights that are not finite: {}", path, list));
 }
-
-}  // namespace
 
 SavedModel load_model(const std::string& path) {
   // Only the header first: the config, the vocabularies and every tensor's shape are checked
@@ -129,7 +128,7 @@ SavedModel load_model(const std::string& path) {
         fmt::format("checkpoint '{}': the model would need {}", path, refusal));
   m.model = std::make_unique<Seq2Seq>(config);
   nn::load_checkpoint(path, *m.model);
-  check_finite(path, *m.model);
+  check_finite_parameters(path, *m.model);
   return m;
 }
 

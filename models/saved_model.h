@@ -32,4 +32,8 @@ void save_model(const std::string& path, Seq2Seq& model, const Vocab& src, const
 // found from the header alone, before the model is built.
 SavedModel load_model(const std::string& path);
 
+// Refuses a module holding a NaN or an infinity (it turns every translation into noise): throws
+// nn::CheckpointError naming the file `path` it was read from and each tensor with its counts.
+void check_finite_parameters(const std::string& path, nn::Module& model);
+
 }  // namespace tapestry::models

@@ -280,4 +280,14 @@ TEST_CASE("a saved state with an absurd epoch or loss is refused by name", "[fau
     CHECK(r.status == 1);
     CHECK_THAT(r.err, Contains("last.safetensors") && Contains(c.says));
   }
+  // A parameter holding NaN is named too.
+  nn::NamedTensors broken = saved.tensors;
+  REQUIRE(broken.front().first.rfind("model.", 0) == 0);
+  broken.front().second = broken.front().second.clone();
+  broken.front().second.set(0, std::nan(""));
+  nn::save_safetensors(dir / "r/last.safetensors", broken, saved.metadata);
+  const Ran r = run_env("", "train --resume r --epochs 2", dir);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Contains("last.safetensors") &&
+                        Contains(broken.front().first.substr(6) + " holds 1 NaN value"));
 }

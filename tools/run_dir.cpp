@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tapestry/models/saved_model.h"
 #include "tapestry/models/text_input.h"
 #include "tapestry/nn/checkpoint.h"
 
@@ -224,6 +225,7 @@ RunState RunDir::load_state(nn::Module& model, nn::Optimizer& opt) const {
   for (auto& [name, p] : named)
     for (auto& [n, t] : params)
       if (n == name) p->value.copy_from(t);
+  models::check_finite_parameters(path, model);
   // The state's numbers, each checked: a resume must not go on from an absurd one.
   auto field = [&](const char* key) -> const std::string& {
     auto it = f.metadata.find(key);
