@@ -86,6 +86,7 @@ int cmd_train(const Args& args) {
     s.out = run.path();
   }
   s.check(flags);
+  if (s.resume.empty() && !s.out.empty()) RunDir::check_new(s.out);  // before any work
   set_parallel_threads(static_cast<int>(s.threads));
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();

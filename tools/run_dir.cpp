@@ -37,6 +37,14 @@ std::string read_file(const std::string& path) {
 }
 
 RunDir RunDir::create(const std::string& dir) {
+  check_new(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(fmt::format("cannot create '{}': {}", dir, ec.message()));
+  return RunDir(dir);
+}
+
+void RunDir::check_new(const std::string& dir) {
   std::error_code ec;
   if (fs::exists(dir + "/model.safetensors", ec) || fs::exists(dir + "/command.json", ec))
     throw Error(fmt::format(
@@ -51,9 +59,6 @@ RunDir RunDir::create(const std::string& dir) {
           "never writes over a directory's files)",
           dir));
   }
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(fmt::format("cannot create '{}': {}", dir, ec.message()));
-  return RunDir(dir);
 }
 
 RunDir RunDir::open(const std::string& dir) {

@@ -41,6 +41,8 @@ class RunDir {
   // Creates DIR (and parents). Throws Error if it already holds a run (use --resume or another
   // --out), holds other files (never written over), is not a directory, or cannot be created.
   static RunDir create(const std::string& dir);
+  // The checks of create() alone, to refuse a bad --out before any work.
+  static void check_new(const std::string& dir);
   // Opens an existing run (its command.json); throws Error naming what is missing.
   static RunDir open(const std::string& dir);
 
