@@ -19,6 +19,7 @@
 #include "tapestry/models/saved_model.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
+#include "tools/metrics_log.h"
 #include "tools/progress.h"
 #include "tools/report_html.h"
 #include "tools/run_dir.h"
@@ -831,6 +832,11 @@ std::string footer(const Args& args, const RunFiles& run, const std::string& out
 }
 
 }  // namespace
+
+MetricsLogCounts read_metrics_log_counts(const std::string& path) {
+  const Metrics m = read_metrics(path);
+  return {m.epochs.size(), m.steps.size(), m.probes.size()};
+}
 
 int cmd_report(const Args& args) {
   ReportSettings rs;
