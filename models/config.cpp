@@ -65,7 +65,7 @@ Seq2SeqConfig Seq2SeqConfig::from_json(std::string_view text) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
     throw ValueError(fmt::format("model config: not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) throw ValueError("model config: expected a JSON object");

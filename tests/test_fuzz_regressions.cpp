@@ -1,0 +1,60 @@
+// Inputs the fuzz targets (tests/fuzz/) found crashing a reader, replayed through the same reader:
+// each must now fail with the reader's documented error (or load).
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tapestry/models/config.h"
+#include "tapestry/models/saved_model.h"
+#include "tapestry/models/vocab.h"
+#include "tapestry/nn/checkpoint.h"
+
+using namespace tapestry;
+using namespace std::string_literals;
+using Catch::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A file of this process's own holding `bytes`, removed when the test ends.
+struct TempFile {
+  fs::path path;
+  TempFile(const std::string& name, const std::string& bytes)
+      : path(fs::temp_directory_path() /
+             ("tapestry_fuzz_regression_" + std::to_string(getpid()) + "_" + name)) {
+    std::ofstream(path, std::ios::binary) << bytes;
+  }
+  ~TempFile() {
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+};
+
+}  // namespace
+
+// fuzz_model_json: nlohmann::json::parse throws out_of_range (not parse_error) for a number too
+// large for a double; Vocab::from_json and Seq2SeqConfig::from_json let it escape, so load_model
+// threw neither ValueError nor CheckpointError.
+TEST_CASE("fuzz: a number overflowing a double in a vocabulary or config is a ValueError",
+          "[fuzz]") {
+  // The input as found (after its selector byte 'd' = vocabulary): d1e400ye\x1a"t"}
+  CHECK_THROWS_AS(models::Vocab::from_json("1e400ye\x1a\"t\"}"), ValueError);
+  CHECK_THROWS_WITH(models::Vocab::from_json("[\"<pad>\", 1e400]"),
+                    Contains("vocab: not valid JSON"));
+  CHECK_THROWS_WITH(models::Seq2SeqConfig::from_json("{\"emb\": -1e400}"),
+                    Contains("model config: not valid JSON"));
+  // Through load_model, the reader of a checkpoint's metadata: the file's own error.
+  TempFile file("overflow.safetensors", "");
+  nn::save_safetensors(file.path.string(), {},
+                       {{"format", "tapestry-seq2seq"},
+                        {"config", "1e400"},
+                        {"src_vocab", "[]"},
+                        {"tgt_vocab", "[]"},
+                        {"preprocess", "{}"}});
+  CHECK_THROWS_AS(models::load_model(file.path.string()), nn::CheckpointError);
+}
