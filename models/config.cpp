@@ -69,22 +69,30 @@ Seq2SeqConfig Seq2SeqConfig::from_json(std::string_view text) {
     throw ValueError(fmt::format("model config: not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) throw ValueError("model config: expected a JSON object");
+  // nlohmann's get<int64_t>() converts a floating-point value unchecked (undefined behaviour out of
+  // range, and an integer too long for 64 bits is parsed as one), so the sizes must be integers.
+  auto integer = [&](const char* key) -> const nlohmann::json& {
+    const nlohmann::json& v = j.at(key);
+    if (!v.is_number_integer())
+      throw ValueError(fmt::format("model config: '{}' is {}, not an integer", key, v.dump()));
+    return v;
+  };
   Seq2SeqConfig c;
   try {
-    c.src_vocab = j.at("src_vocab").get<int64_t>();
-    c.tgt_vocab = j.at("tgt_vocab").get<int64_t>();
-    c.emb = j.at("emb").get<int64_t>();
-    c.hidden = j.at("hidden").get<int64_t>();
-    c.layers = j.at("layers").get<int>();
+    c.src_vocab = integer("src_vocab").get<int64_t>();
+    c.tgt_vocab = integer("tgt_vocab").get<int64_t>();
+    c.emb = integer("emb").get<int64_t>();
+    c.hidden = integer("hidden").get<int64_t>();
+    c.layers = integer("layers").get<int>();
     c.bidirectional = j.at("bidirectional").get<bool>();
     c.cell = nn::parse_cell(j.at("cell").get<std::string>());
     c.attention = nn::parse_attention(j.at("attention").get<std::string>());
     c.decoder = parse_decoder(j.at("decoder").get<std::string>());
-    c.attn_size = j.at("attn_size").get<int64_t>();
-    c.window = j.at("window").get<int64_t>();
+    c.attn_size = integer("attn_size").get<int64_t>();
+    c.window = integer("window").get<int64_t>();
     c.dropout = j.at("dropout").get<double>();
     c.deep_output = j.at("deep_output").get<bool>();
-    c.seed = j.at("seed").get<uint64_t>();
+    c.seed = integer("seed").get<uint64_t>();
   } catch (const nlohmann::json::exception& e) {
     throw ValueError(fmt::format("model config: {}", e.what()));
   }

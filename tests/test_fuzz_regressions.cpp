@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "tapestry/models/config.h"
@@ -58,3 +59,22 @@ TEST_CASE("fuzz: a number overflowing a double in a vocabulary or config is a Va
                         {"preprocess", "{}"}});
   CHECK_THROWS_AS(models::load_model(file.path.string()), nn::CheckpointError);
 }
+
+// fuzz_model_json: an integer too long for 64 bits ("src_vocab": 9333...3, 75 digits) is parsed as
+// a double, and get<int64_t>() converted it unchecked (undefined behaviour, UBSan's
+// float-cast-overflow). Sizes that are not JSON integers are now a ValueError.
+TEST_CASE("fuzz: a config size that is not an integer is a ValueError", "[fuzz]") {
+  const std::string good = models::Seq2SeqConfig{.src_vocab = 9, .tgt_vocab = 9}.to_json();
+  CHECK_NOTHROW(models::Seq2SeqConfig::from_json(good));
+  const auto with = [&](const std::string& key, const std::string& value) {
+    nlohmann::json j = nlohmann::json::parse(good);
+    j[key] = nlohmann::json::parse(value);
+    return j.dump();
+  };
+  CHECK_THROWS_WITH(models::Seq2SeqConfig::from_json(with("src_vocab", std::string(75, '9'))),
+                    Contains("'src_vocab' is") && Contains("not an integer"));
+  CHECK_THROWS_AS(models::Seq2SeqConfig::from_json(with("hidden", "1e30")), ValueError);
+  CHECK_THROWS_AS(models::Seq2SeqConfig::from_json(with("seed", "-1e30")), ValueError);
+  CHECK_THROWS_AS(models::Seq2SeqConfig::from_json(with("emb", "2.5")), ValueError);
+}
+
