@@ -12,6 +12,7 @@
 #include "tapestry/models/saved_model.h"
 #include "tapestry/models/vocab.h"
 #include "tapestry/nn/checkpoint.h"
+#include "tools/metrics_log.h"
 
 using namespace tapestry;
 using namespace std::string_literals;
@@ -78,3 +79,20 @@ TEST_CASE("fuzz: a config size that is not an integer is a ValueError", "[fuzz]"
   CHECK_THROWS_AS(models::Seq2SeqConfig::from_json(with("emb", "2.5")), ValueError);
 }
 
+// Found while reading the readers the fuzz targets cover: a probe's "align" entry outside int32
+// (1e20) was converted unchecked by get<std::vector<int32_t>>() (undefined behaviour). It is now
+// the report's error, naming the line.
+TEST_CASE("fuzz: a probe alignment outside int32 is an error naming the line", "[fuzz]") {
+  const std::string line =
+      R"({"epoch":1,"train_loss":1,"valid_loss":1,"probe":{"source":["a"],"target":["b"],)"
+      R"("weights":[[1]],"align":)";
+  {
+    TempFile file("align_ok.jsonl", line + "[0]}}\n");
+    CHECK(cli::read_metrics_log_counts(file.path.string()).probes == 1);
+  }
+  for (const char* align : {"[1e20]", "[-1e20]", "[4294967296]", "[0.5]"}) {
+    TempFile file("align.jsonl", line + align + "}}\n");
+    CHECK_THROWS_WITH(cli::read_metrics_log_counts(file.path.string()),
+                      Contains("align.jsonl:1: 'probe' has an alignment"));
+  }
+}

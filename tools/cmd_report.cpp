@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -132,7 +133,14 @@ Probe read_probe(const json& j, double epoch, const std::string& where) {
       if (r.size() != p.source.size()) throw bad("has a row of another length than its source");
       p.weights.insert(p.weights.end(), r.begin(), r.end());
     }
-    if (j.contains("align")) p.align = j.at("align").get<std::vector<int32_t>>();
+    if (j.contains("align")) {
+      // nlohmann converts a number outside int32 unchecked (a double: undefined behaviour).
+      if (j.at("align").is_array())
+        for (const auto& a : j.at("align"))
+          if (!a.is_number_integer() || a < INT32_MIN || a > INT32_MAX)
+            throw bad(fmt::format("has an alignment {} that is not a position", a.dump()));
+      p.align = j.at("align").get<std::vector<int32_t>>();
+    }
   } catch (const json::exception& e) {
     throw bad(fmt::format("is malformed: {}", e.what()));
   }
