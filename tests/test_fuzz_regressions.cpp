@@ -65,7 +65,9 @@ TEST_CASE("fuzz: a number overflowing a double in a vocabulary or config is a Va
 // a double, and get<int64_t>() converted it unchecked (undefined behaviour, UBSan's
 // float-cast-overflow). Sizes that are not JSON integers are now a ValueError.
 TEST_CASE("fuzz: a config size that is not an integer is a ValueError", "[fuzz]") {
-  const std::string good = models::Seq2SeqConfig{.src_vocab = 9, .tgt_vocab = 9}.to_json();
+  models::Seq2SeqConfig config;
+  config.src_vocab = config.tgt_vocab = 9;
+  const std::string good = config.to_json();
   CHECK_NOTHROW(models::Seq2SeqConfig::from_json(good));
   const auto with = [&](const std::string& key, const std::string& value) {
     nlohmann::json j = nlohmann::json::parse(good);
@@ -96,3 +98,4 @@ TEST_CASE("fuzz: a probe alignment outside int32 is an error naming the line", "
                       Contains("align.jsonl:1: 'probe' has an alignment"));
   }
 }
+
