@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 build_dir=${TAPESTRY_FUZZ_BUILD_DIR:-build-fuzz}
+tools/setup.sh --fuzz-tools
 
 # -O1 with line tables: quicker to build than -O2 -g, and the sanitizers' reports keep their lines.
 CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S . -B "$build_dir" -DTAPESTRY_FUZZ=ON \
