@@ -29,6 +29,13 @@ else
 fi
 
 mkdir -p "$build_dir/logs" "$build_dir/artifacts"
+# The targets write their inputs under here (in memory where /dev/shm exists); removed at the end
+# even when a target crashed before cleaning up after itself.
+scratch_base=/dev/shm
+[[ -d $scratch_base && -w $scratch_base ]] || scratch_base=${TMPDIR:-/tmp}
+TAPESTRY_FUZZ_SCRATCH=$(mktemp -d "$scratch_base/tapestry-fuzz.XXXXXX")
+export TAPESTRY_FUZZ_SCRATCH
+trap 'rm -rf "$TAPESTRY_FUZZ_SCRATCH"' EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 failed=()

@@ -16,14 +16,17 @@ namespace tapestry::fuzz {
 
 namespace fs = std::filesystem;
 
-// /dev/shm/tapestry-fuzz-<pid> (the system's temporary directory where /dev/shm is missing),
-// created on first use and removed when the process exits normally.
+// BASE/tapestry-fuzz-<pid>, created on first use and removed when the process exits normally;
+// BASE is $TAPESTRY_FUZZ_SCRATCH (tools/fuzz.sh removes it, so a crash leaves nothing behind), else
+// /dev/shm, else the system's temporary directory.
 inline const std::string& scratch_dir() {
   // Never destroyed: the exit handler below runs after static objects' destructors.
   static const std::string* const dir = [] {
     std::error_code ec;
-    const fs::path base =
-        fs::is_directory("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path();
+    const char* env = std::getenv("TAPESTRY_FUZZ_SCRATCH");
+    const fs::path base = env && *env                        ? fs::path(env)
+                          : fs::is_directory("/dev/shm", ec) ? fs::path("/dev/shm")
+                                                             : fs::temp_directory_path();
     const fs::path d = base / ("tapestry-fuzz-" + std::to_string(::getpid()));
     fs::create_directories(d);
     auto* path = new std::string(d.string());
