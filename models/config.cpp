@@ -158,7 +158,7 @@ Seq2SeqConfig Seq2SeqConfig::from_json(std::string_view text) {
   Json j;
   try {
     j = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for 1e400
     throw ValueError(fmt::format("model config: not valid JSON: {}", e.what()));
   }
   if (!j.is_object())

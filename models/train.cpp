@@ -114,7 +114,9 @@ double Trainer::step(const Batch& batch) {
   if (shards > 1)
     parallel_run(kReduceJobs, [&](int job) {
       for (int k = 1; k < shards; ++k)
-        for (auto& [grad, buffer] : sinks_[static_cast<size_t>(k)]) {
+        for (auto& sink : sinks_[static_cast<size_t>(k)]) {
+          // Not a structured binding: clang 14 cannot capture one in the lambda below.
+          Tensor &grad = sink.first, &buffer = sink.second;
           const int64_t n = grad.numel();
           const int64_t begin = n * job / kReduceJobs, end = n * (job + 1) / kReduceJobs;
           dispatch(grad.dtype(), [&](auto tag) {

@@ -60,7 +60,7 @@ Vocab Vocab::from_json(std::string_view text) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
     throw ValueError(fmt::format("vocab: not valid JSON: {}", e.what()));
   }
   if (!j.is_array()) throw ValueError("vocab: expected a JSON array of tokens");

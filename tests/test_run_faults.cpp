@@ -255,6 +255,12 @@ TEST_CASE("the run directory: --out never writes over other files, --resume keep
   CHECK(moved.status == 2);
   CHECK_THAT(moved.err, Contains("--out cannot move it"));
   CHECK(!fs::exists(dir / "elsewhere"));
+  // The saved flags of a run never ask for help: said, with nothing printed and nothing run.
+  std::ofstream(dir / "r/command.json", std::ios::trunc) << "[\"--help\"]\n";
+  const Ran help = run_env("", "train --resume r --epochs 2", dir);
+  CHECK(help.status == 1);
+  CHECK_THAT(help.err, Contains("command.json' holds --help, not the flags of a run"));
+  CHECK(help.out.empty());
 }
 
 TEST_CASE("a saved state with an absurd epoch or loss is refused by name", "[faults]") {

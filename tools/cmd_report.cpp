@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@
 #include "tapestry/models/text_input.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
+#include "tools/metrics_log.h"
 #include "tools/progress.h"
 #include "tools/report_html.h"
 #include "tools/run_dir.h"
@@ -122,7 +124,14 @@ Probe read_probe(const json& j, double epoch, const std::string& where) {
       if (r.size() != p.source.size()) throw bad("has a row of another length than its source");
       p.weights.insert(p.weights.end(), r.begin(), r.end());
     }
-    if (j.contains("align")) p.align = j.at("align").get<std::vector<int32_t>>();
+    if (j.contains("align")) {
+      // nlohmann converts a number outside int32 unchecked (a double: undefined behaviour).
+      if (j.at("align").is_array())
+        for (const auto& a : j.at("align"))
+          if (!a.is_number_integer() || a < INT32_MIN || a > INT32_MAX)
+            throw bad(fmt::format("has an alignment {} that is not a position", a.dump()));
+      p.align = j.at("align").get<std::vector<int32_t>>();
+    }
   } catch (const json::exception& e) {
     throw bad(fmt::format("is malformed: {}", e.what()));
   }
@@ -880,6 +889,11 @@ std::string footer(const Args& args, const RunFiles& run, const std::string& out
 }
 
 }  // namespace
+
+MetricsLogCounts read_metrics_log_counts(const std::string& path) {
+  const Metrics m = read_metrics(path);
+  return {m.epochs.size(), m.steps.size(), m.probes.size()};
+}
 
 int cmd_report(const Args& args) {
   ReportSettings rs;

@@ -78,6 +78,10 @@ int cmd_train(const Args& args) {
     // The run's own flags, then whatever this command line changes (e.g. more --epochs).
     run = RunDir::open(s.resume);
     Args all = run.read_command();
+    for (const auto& a : all)  // the saved flags of a run never ask for help
+      if (a == "--help" || a == "-h")
+        throw Error(
+            fmt::format("'{}' holds {}, not the flags of a run", run.file("command.json"), a));
     all.insert(all.end(), args.begin(), args.end());
     s = TrainSettings{};
     Flags again("tapestry train [options]", kAbout);

@@ -5,10 +5,27 @@
 #                                Chromium (the HTML pages run), python3-torch (PyTorch parity);
 #                                those tests skip, saying why, where a tool is missing, so this
 #                                part is best effort: a failed install is reported, not fatal
+#   tools/setup.sh --fuzz-tools  also clang and its runtime libraries with libFuzzer
+#                                (libclang-rt-dev), for tools/fuzz.sh; best effort as above
+#                                (both options may be given)
 set -euo pipefail
 
 packages=(cmake make g++ pkg-config libopenblas-dev libfmt-dev catch2 nlohmann-json3-dev)
 test_tools=(graphviz chromium python3-torch)
+fuzz_tools=(clang libclang-rt-dev)
+
+want_test_tools=0
+want_fuzz_tools=0
+for arg in "$@"; do
+  case $arg in
+    --test-tools) want_test_tools=1 ;;
+    --fuzz-tools) want_fuzz_tools=1 ;;
+    *)
+      echo "setup: unknown option '$arg' (valid: --test-tools, --fuzz-tools)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 missing_of() {
   local p status
@@ -42,18 +59,30 @@ else
   echo "setup: installed ${missing[*]}"
 fi
 
-[[ "${1:-}" == "--test-tools" ]] || exit 0
-mapfile -t missing < <(missing_of "${test_tools[@]}")
-if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "setup: all test tools present (${test_tools[*]})"
-elif [[ $(id -u) -ne 0 ]]; then
-  echo "setup: test tools missing (${missing[*]}): their tests will skip; as root, apt-get install them"
-else
-  for p in "${missing[@]}"; do  # one at a time: one that is not available leaves the others in
-    if apt_install "$p" >/dev/null; then
-      echo "setup: installed test tool $p"
-    else
-      echo "setup: could not install test tool $p: its tests will skip"
-    fi
-  done
+# Optional tools, best effort: those that cannot be installed are reported, the rest go in.
+#   install_optional WHAT CONSEQUENCE PACKAGE...
+install_optional() {
+  local what=$1 consequence=$2 p
+  shift 2
+  mapfile -t missing < <(missing_of "$@")
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "setup: all $what present ($*)"
+  elif [[ $(id -u) -ne 0 ]]; then
+    echo "setup: $what missing (${missing[*]}): $consequence; as root, apt-get install them"
+  else
+    for p in "${missing[@]}"; do  # one at a time: one that is not available leaves the others in
+      if apt_install "$p" >/dev/null; then
+        echo "setup: installed $what $p"
+      else
+        echo "setup: could not install $what $p: $consequence"
+      fi
+    done
+  fi
+}
+
+if [[ $want_test_tools -eq 1 ]]; then
+  install_optional "test tools" "their tests will skip" "${test_tools[@]}"
+fi
+if [[ $want_fuzz_tools -eq 1 ]]; then
+  install_optional "fuzz tools" "tools/fuzz.sh cannot build" "${fuzz_tools[@]}"
 fi
