@@ -447,6 +447,8 @@ TEST_CASE("report: a bad run directory gives one clear message and status 1", "[
     fails(dir, log + ":1: 'valid_loss' is -1, out of range");
     with("{\"epoch\": 1, \"train_loss\": 2, \"valid_loss\": 1, \"valid_bleu\": 1e5}\n");
     fails(dir, log + ":1: 'valid_bleu' is 100000, out of range (a number in [0, 100])");
+    with("{\"epoch\": 1, \"train_loss\": 2, \"valid_loss\": 1, \"valid_bleu\": 100.1}\n");
+    fails(dir, log + ":1: 'valid_bleu' is 100.1, out of range");
     with(
         "{\"kind\": \"step\", \"epoch\": 1, \"step\": -4, \"epoch_step\": 1, "
         "\"epoch_steps\": 5, \"loss\": 1}\n");
@@ -482,6 +484,20 @@ TEST_CASE("report: a bad run directory gives one clear message and status 1", "[
     std::ofstream(dir / "test.ref", std::ios::trunc) << "a b c\n";
     fails(dir, "has 50 lines but");
   }
+}
+
+TEST_CASE("report: a perfect score's rounding above its top is a perfect score", "[report]") {
+  // Training wrote BLEU 100.00000000000004 for a perfect validation set (the demo's epoch 3).
+  const fs::path& run = tiny_run();
+  const fs::path dir = scratch() / "perfect";
+  fs::remove_all(dir);
+  fs::copy(run, dir, fs::copy_options::recursive);
+  std::ofstream(dir / "metrics.jsonl", std::ios::trunc)
+      << "{\"epoch\": 1, \"train_loss\": 2, \"valid_loss\": 1, \"valid_bleu\": "
+         "100.00000000000004, \"valid_exact\": 1.0000000000000002, \"valid_token_acc\": 1}\n";
+  const Result r = tapestry_run(fmt::format("report --model '{}'", dir.string()));
+  INFO(r.err);
+  CHECK(r.status == 0);
 }
 
 TEST_CASE("report: an epoch logged twice counts once, and a diverged loss is a gap", "[report]") {

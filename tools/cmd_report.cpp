@@ -152,8 +152,9 @@ Range range_of(const std::string& key) {
   if (key == "epoch") return {1, 1e6, true};
   if (key == "step" || key == "epoch_step" || key == "epoch_steps" || key == "skipped_steps")
     return {0, kBig, true};
-  if (key == "valid_bleu") return {0, 100};
-  if (key == "valid_exact" || key == "valid_token_acc") return {0, 1};
+  // A score at its top may be a rounding above it (BLEU 100.00000000000004).
+  if (key == "valid_bleu") return {0, 100 + 1e-9};
+  if (key == "valid_exact" || key == "valid_token_acc") return {0, 1 + 1e-12};
   if (key == "train_loss" || key == "valid_loss" || key == "valid_ppl" || key == "loss" ||
       key == "lr" || key == "grad_norm" || key == "tokens_per_s" || key == "epoch_seconds" ||
       key == "elapsed_seconds")
