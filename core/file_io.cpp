@@ -68,6 +68,20 @@ void write_point(int fd, const void* data, uint64_t n, const std::string& name) 
   throw FileError(fmt::format("cannot write '{}': {}", name, system_reason()));
 }
 
+// Writes all n bytes to fd, retrying short writes and interruptions; `name` is for the message.
+void write_all(int fd, const void* data, uint64_t n, const std::string& name) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t k = ::write(fd, p, std::min<uint64_t>(n, 1u << 30));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0)
+      throw FileError(
+          fmt::format("cannot write '{}': {}", name, k < 0 ? system_reason() : "no bytes written"));
+    p += k;
+    n -= static_cast<uint64_t>(k);
+  }
+}
+
 // Makes a rename in the directory of `path` durable. Best effort: the file is already complete
 // and in place.
 void sync_directory_of(const std::string& path) {
@@ -122,16 +136,7 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::write(const void* data, uint64_t n) {
   write_point(fd_, data, n, tmp_);
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t k = ::write(fd_, p, std::min<uint64_t>(n, 1u << 30));
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0)
-      throw FileError(
-          fmt::format("cannot write '{}': {}", tmp_, k < 0 ? system_reason() : "no bytes written"));
-    p += k;
-    n -= static_cast<uint64_t>(k);
-  }
+  write_all(fd_, data, n, tmp_);
 }
 
 void AtomicFile::commit() {
@@ -165,16 +170,7 @@ void append_file(const std::string& path, std::string_view bytes) {
     }
   } closer{fd};
   write_point(fd, bytes.data(), bytes.size(), path);
-  const char* p = bytes.data();
-  for (size_t n = bytes.size(); n > 0;) {
-    ssize_t k = ::write(fd, p, std::min<size_t>(n, 1u << 30));
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0)
-      throw FileError(
-          fmt::format("cannot write '{}': {}", path, k < 0 ? system_reason() : "no bytes written"));
-    p += k;
-    n -= static_cast<size_t>(k);
-  }
+  write_all(fd, bytes.data(), bytes.size(), path);
   if (::fsync(fd) != 0) throw FileError(fmt::format("cannot sync '{}': {}", path, system_reason()));
   closer.fd = -1;
   if (::close(fd) != 0)

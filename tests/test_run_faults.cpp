@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -91,18 +92,13 @@ void check_same_as_straight(const TempDir& dir, const std::string& name) {
   CHECK(!fs::exists(dir / (name + "/model.next.safetensors")));
 }
 
-}  // namespace
-
-TEST_CASE("an epoch's save interrupted at any of its writes resumes exactly", "[faults]") {
-  TempDir dir("faults");
-  REQUIRE(run_env("", fmt::format("train {} --epochs 3 --out straight", kRun), dir).status == 0);
-
-  // Every write of the run, numbered, to find epoch 2's save: from the first write after epoch
-  // 1's commit (last.safetensors) and its model's rename, to epoch 2's rename.
+// The file of every write of the run `dir/traced` (kRun for `epochs` epochs), in order: the
+// write numbers that TAPESTRY_FAULT_INJECT counts, less one.
+std::vector<std::string> traced_writes(const TempDir& dir, int epochs) {
   const Ran traced = run_env("TAPESTRY_FAULT_INJECT=trace:1",
-                             fmt::format("train {} --epochs 3 --out traced", kRun), dir);
+                             fmt::format("train {} --epochs {} --out traced", kRun, epochs), dir);
   REQUIRE(traced.status == 0);
-  std::vector<std::string> files;  // files[n - 1]: the file of write n
+  std::vector<std::string> files;
   const std::regex line("tapestry: write (\\d+): (.*)");
   std::istringstream in(traced.err);
   for (std::string l; std::getline(in, l);) {
@@ -111,6 +107,18 @@ TEST_CASE("an epoch's save interrupted at any of its writes resumes exactly", "[
     REQUIRE(std::stoul(m[1]) == files.size() + 1);
     files.push_back(m[2]);
   }
+  return files;
+}
+
+}  // namespace
+
+TEST_CASE("an epoch's save interrupted at any of its writes resumes exactly", "[faults]") {
+  TempDir dir("faults");
+  REQUIRE(run_env("", fmt::format("train {} --epochs 3 --out straight", kRun), dir).status == 0);
+
+  // Every write of the run, numbered, to find epoch 2's save: from the first write after epoch
+  // 1's commit (last.safetensors) and its model's rename, to epoch 2's rename.
+  const std::vector<std::string> files = traced_writes(dir, 3);  // files[n - 1]: write n's file
   auto is_last = [&](size_t i) {
     return files[i].find("/last.safetensors.tmp.") != std::string::npos;
   };
@@ -163,13 +171,12 @@ TEST_CASE("a run whose first epoch never saved resumes from the start", "[faults
   TempDir dir("faults_first");
   REQUIRE(run_env("", fmt::format("train {} --epochs 2 --out straight", kRun), dir).status == 0);
   // Killed in epoch 1's first write of its model: command.json and the test split are there.
-  const Ran traced = run_env("TAPESTRY_FAULT_INJECT=trace:1",
-                             fmt::format("train {} --epochs 2 --out traced", kRun), dir);
-  REQUIRE(traced.status == 0);
-  const size_t at = traced.err.find("model.next.safetensors.tmp.");
-  REQUIRE(at != std::string::npos);
-  const size_t start = traced.err.rfind("write ", at) + 6;
-  const int n = std::stoi(traced.err.substr(start));
+  const std::vector<std::string> files = traced_writes(dir, 2);
+  const auto model = std::find_if(files.begin(), files.end(), [](const std::string& f) {
+    return f.find("model.next.safetensors.tmp.") != std::string::npos;
+  });
+  REQUIRE(model != files.end());
+  const auto n = model - files.begin() + 1;
   REQUIRE(run_env(fmt::format("TAPESTRY_FAULT_INJECT=kill:{}", n),
                   fmt::format("train {} --epochs 2 --out r", kRun), dir)
               .status == -1);
