@@ -15,6 +15,7 @@ void add_gradcheck_cases(GradcheckRegistry& reg) {
   add_dropout_cases(reg);
   add_rnn_cell_cases(reg);
   add_attention_op_cases(reg);
+  add_norm_cases(reg);
 }
 
 }  // namespace tapestry::ops

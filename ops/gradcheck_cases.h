@@ -19,5 +19,6 @@ void add_index_cases(GradcheckRegistry& reg);
 void add_dropout_cases(GradcheckRegistry& reg);
 void add_rnn_cell_cases(GradcheckRegistry& reg);
 void add_attention_op_cases(GradcheckRegistry& reg);
+void add_norm_cases(GradcheckRegistry& reg);
 
 }  // namespace tapestry::ops

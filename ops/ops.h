@@ -7,6 +7,7 @@
 #include "tapestry/ops/index.h"
 #include "tapestry/ops/loss.h"
 #include "tapestry/ops/matmul.h"
+#include "tapestry/ops/norm.h"
 #include "tapestry/ops/reduce.h"
 #include "tapestry/ops/rnn_cells.h"
 #include "tapestry/ops/shape_ops.h"

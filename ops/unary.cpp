@@ -138,4 +138,29 @@ Var relu(const Var& x) {
   return record(kRelu, map(x.value(), [](auto v) { return v > 0 ? v : decltype(v)(0); }), x, false);
 }
 
+// ---------------------------------------------------------------------------------------------
+// gelu (exact, with erf, as torch.nn.GELU() by default)
+// y = x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2;  dx += dy * (Phi(x) + x phi(x)),
+// phi(x) = exp(-x^2 / 2) / sqrt(2 pi).   Saved: x.
+void gelu_backward(Tape& tape, const Node& n) {
+  map_backward(tape, n, tape.saved(n, 0), [](auto dy, auto x) {
+    using T = decltype(x);
+    const T cdf = T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2)));
+    const T pdf = std::exp(T(-0.5) * x * x) * T(0.5 * M_2_SQRTPI * M_SQRT1_2);
+    return dy * (cdf + x * pdf);
+  });
+}
+TAPESTRY_OP(kGelu, "gelu", gelu_backward,
+            "y = x Phi(x);  dx += dy * (Phi(x) + x phi(x)) (Phi, phi: the normal's cdf and pdf)");
+
+Var gelu(const Var& x) {
+  return record(kGelu,
+                map(x.value(),
+                    [](auto v) {
+                      using T = decltype(v);
+                      return T(0.5) * v * (T(1) + std::erf(v * T(M_SQRT1_2)));
+                    }),
+                x, true);
+}
+
 }  // namespace tapestry::ops

@@ -18,6 +18,7 @@ void add_unary_cases(GradcheckRegistry& reg) {
   reg.add(op_case("relu", "(4,5) away from 0", {{{4, 5}, -1, 1, {0.0}}},
                   [](S x) { return relu(x[0]); }));
   reg.add(op_case("tanh", "scalar", {{{}, -1, 1}}, [](S x) { return tanh(x[0]); }));
+  reg.add(op_case("gelu", "(3,4) in [-4,4]", {{{3, 4}, -4, 4}}, [](S x) { return gelu(x[0]); }));
 }
 
 }  // namespace tapestry::ops

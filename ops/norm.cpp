@@ -1,0 +1,103 @@
+// Layer normalisation as one op: a row's mean and 1/std computed once, forward and backward
+// adjacent. (The same from mean, sub, mul and sqrt records eight nodes and keeps four (N,D)
+// tensors; tests/test_norm.cpp checks the two agree.)
+#include "tapestry/ops/norm.h"
+
+#include <cmath>
+
+#include "tapestry/ops/kernels.h"
+
+namespace tapestry::ops {
+
+// ---------------------------------------------------------------------------------------------
+// layer_norm
+// xh = (x - mu) r, r = 1 / sqrt(var + eps);  y = xh gamma + beta;
+// g = dy gamma;  dx += r (g - mean(g) - xh mean(g xh));  dgamma += sum_rows dy xh;
+// dbeta += sum_rows dy.   Saved: x and gamma (alive anyway), and per row mu and r (N,2).
+void layer_norm_backward(Tape& tape, const Node& n) {
+  const Tensor& x = tape.saved(n, 0);
+  const Tensor& gamma = tape.saved(n, 1);
+  const Tensor& stats = tape.saved(n, 2);
+  Tensor *dx = tape.input_grad(n, 0), *dgamma = tape.input_grad(n, 1),
+         *dbeta = tape.input_grad(n, 2);
+  const int64_t d = x.dim(x.ndim() - 1), rows = d > 0 ? x.numel() / d : 0;
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    const T* pg = gamma.data<T>();
+    const T* ps = stats.data<T>();
+    const T* dy = n.grad.data<T>();
+    T* pdx = dx ? dx->data<T>() : nullptr;
+    T* pdg = dgamma ? dgamma->data<T>() : nullptr;
+    T* pdb = dbeta ? dbeta->data<T>() : nullptr;
+    for (int64_t i = 0; i < rows; ++i) {
+      const T mu = ps[2 * i], r = ps[2 * i + 1];
+      const T* xi = px + i * d;
+      const T* gi = dy + i * d;
+      T mean_g = 0, mean_gxh = 0;
+      for (int64_t j = 0; j < d; ++j) {
+        const T xh = (xi[j] - mu) * r, g = gi[j] * pg[j];
+        mean_g += g;
+        mean_gxh += g * xh;
+        if (pdg) pdg[j] += gi[j] * xh;
+        if (pdb) pdb[j] += gi[j];
+      }
+      mean_g /= static_cast<T>(d);
+      mean_gxh /= static_cast<T>(d);
+      if (!pdx) continue;
+      T* di = pdx + i * d;
+      for (int64_t j = 0; j < d; ++j) {
+        const T xh = (xi[j] - mu) * r;
+        di[j] += r * (gi[j] * pg[j] - mean_g - xh * mean_gxh);
+      }
+    }
+  });
+}
+TAPESTRY_OP(kLayerNorm, "layer_norm", layer_norm_backward,
+            "y = (x - mean) / sqrt(var + eps) * gamma + beta (last axis);  dx += r (g - mean(g) - "
+            "xh mean(g xh)), g = dy gamma;  dgamma += sum dy xh;  dbeta += sum dy");
+
+// x (...,D), gamma (D), beta (D) -> y (...,D)
+Var layer_norm(const Var& x, const Var& gamma, const Var& beta, double eps) {
+  check_same_dtype("layer_norm", {&x.value(), &gamma.value(), &beta.value()});
+  if (x.ndim() < 1 || gamma.ndim() != 1 || beta.ndim() != 1 ||
+      gamma.dim(0) != x.dim(x.ndim() - 1) || beta.dim(0) != x.dim(x.ndim() - 1))
+    throw ShapeError(fmt::format(
+        "layer_norm: shapes x {}, gamma {} and beta {} do not fit: expected (...,D), (D) and (D)",
+        x.shape().str(), gamma.shape().str(), beta.shape().str()));
+  if (!(eps > 0)) throw ValueError(fmt::format("layer_norm: eps = {} must be positive", eps));
+  const int64_t d = x.dim(x.ndim() - 1), rows = d > 0 ? x.numel() / d : 0;
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  Tensor stats = Tensor::empty({rows, 2}, x.dtype());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.value().data<T>();
+    const T* pg = gamma.value().data<T>();
+    const T* pb = beta.value().data<T>();
+    T* py = y.data<T>();
+    T* ps = stats.data<T>();
+    for (int64_t i = 0; i < rows; ++i) {
+      const T* xi = px + i * d;
+      T mu = 0;
+      for (int64_t j = 0; j < d; ++j) mu += xi[j];
+      mu /= static_cast<T>(d);
+      T var = 0;  // two passes: sum (x - mu)^2 keeps its digits where E[x^2] - mu^2 would not
+      for (int64_t j = 0; j < d; ++j) var += (xi[j] - mu) * (xi[j] - mu);
+      var /= static_cast<T>(d);
+      const T r = T(1) / std::sqrt(var + static_cast<T>(eps));
+      ps[2 * i] = mu;
+      ps[2 * i + 1] = r;
+      T* yi = py + i * d;
+      for (int64_t j = 0; j < d; ++j) yi[j] = (xi[j] - mu) * r * pg[j] + pb[j];
+    }
+  });
+  Tape* tape = recording_tape({&x, &gamma, &beta});
+  if (!tape) return Var(std::move(y));
+  const int32_t id = tape->record(kLayerNorm, std::move(y), {&x, &gamma, &beta});
+  tape->save(id, x.value());
+  tape->save(id, gamma.value());
+  tape->save(id, std::move(stats));
+  return tape->output(id);
+}
+
+}  // namespace tapestry::ops
