@@ -65,12 +65,14 @@ void check_tensors(const std::string& path, const Seq2SeqConfig& config,
 
 void check_finite_parameters(const std::string& path, nn::Module& model) {
   std::vector<std::string> problems;
-  for (auto& [name, p] : model.named_parameters()) {
+  for (auto& [name, parameter] : model.named_parameters()) {
+    const Tensor& value =
+        parameter->value;  // a lambda may not name a structured binding (clang 14)
     int64_t nan = 0, inf = 0;
-    dispatch(p->value.dtype(), [&](auto tag) {
+    dispatch(value.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      const T* x = p->value.template data<T>();
-      for (int64_t i = 0, n = p->value.numel(); i < n; ++i) {
+      const T* x = value.template data<T>();
+      for (int64_t i = 0, n = value.numel(); i < n; ++i) {
         nan += std::isnan(x[i]);
         inf += std::isinf(x[i]);
       }
