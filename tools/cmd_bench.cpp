@@ -150,29 +150,14 @@ struct BenchSettings {
         "the parameters, their gradients and Adam's state, a batch's activations and the "
         "batch pool");
     if (refusal.empty()) return;
-    struct Size {
-      const char* flag;
-      int64_t BenchSettings::*field;
-    };
-    const Size sizes[] = {
+    using Size = SizeFlag<BenchSettings>;
+    static constexpr Size sizes[] = {
         {"vocab", &BenchSettings::vocab},     {"emb", &BenchSettings::emb},
         {"hidden", &BenchSettings::hidden},   {"attn-size", &BenchSettings::attn},
         {"batch", &BenchSettings::batch},     {"src-len", &BenchSettings::src_len},
         {"tgt-len", &BenchSettings::tgt_len}, {"pool", &BenchSettings::pool}};
-    const Size* blamed = nullptr;
-    double least = total;
-    for (const Size& z : sizes) {
-      BenchSettings t = *this;
-      t.*z.field = z.field == &BenchSettings::pool ? BenchSettings{}.pool : -1;
-      if (t.*z.field == this->*z.field) continue;  // the default already
-      double n = 0;
-      try {
-        n = need(t.overridden());
-      } catch (const ValueError&) {
-        continue;  // not a valid model with the other flags
-      }
-      if (n < least) least = n, blamed = &z;
-    }
+    const Size* blamed = most_to_blame<BenchSettings>(
+        *this, sizes, [](const BenchSettings& t) { return need(t.overridden()); });
     const std::string flag = blamed ? fmt::format("--{} {}", blamed->flag, this->*blamed->field)
                                     : fmt::format("--config {}", config);
     throw UsageError{fmt::format("{}: training would need {}", flag, refusal)};

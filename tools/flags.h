@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "tapestry/core/errors.h"
 #include "tools/cli.h"
 
 namespace tapestry::cli {
@@ -70,5 +72,36 @@ class Flags {
   std::string rest_name_, rest_help_;
   std::vector<std::string> given_;
 };
+
+// A size flag: its name ("hidden") and the field of a settings struct that holds its value.
+template <class Settings>
+struct SizeFlag {
+  const char* flag;
+  int64_t Settings::*field;
+};
+
+// The size flag most to blame when need(settings) is too large: the one whose default (its value
+// in Settings{}) would shrink the need most, or nullptr when none would. A default that makes no
+// valid configuration with the other settings (need throws ValueError) is passed over.
+template <class Settings, class Need>
+const SizeFlag<Settings>* most_to_blame(const Settings& s,
+                                        std::span<const SizeFlag<Settings>> sizes, Need need) {
+  const Settings defaults{};
+  const SizeFlag<Settings>* blamed = nullptr;
+  double least = need(s);
+  for (const SizeFlag<Settings>& z : sizes) {
+    if (s.*z.field == defaults.*z.field) continue;
+    Settings t = s;
+    t.*z.field = defaults.*z.field;
+    double n = 0;
+    try {
+      n = need(t);
+    } catch (const ValueError&) {
+      continue;
+    }
+    if (n < least) least = n, blamed = &z;
+  }
+  return blamed;
+}
 
 }  // namespace tapestry::cli

@@ -66,30 +66,15 @@ void check_memory(const TrainSettings& s, int64_t src_vocab, int64_t tgt_vocab) 
   const TrainingNeed need = training_need(s, src_vocab, tgt_vocab);
   const std::string refusal = models::memory_refusal(need.bytes.total(), need.what);
   if (refusal.empty()) return;
-  const TrainSettings defaults;
-  struct Size {
-    const char* flag;
-    int64_t TrainSettings::*field;
-  };
-  const Size sizes[] = {
+  using Size = SizeFlag<TrainSettings>;
+  static constexpr Size sizes[] = {
       {"hidden", &TrainSettings::hidden},         {"emb", &TrainSettings::emb},
       {"attn-size", &TrainSettings::attn_size},   {"layers", &TrainSettings::layers},
       {"batch-size", &TrainSettings::batch_size}, {"max-len", &TrainSettings::max_len},
       {"symbols", &TrainSettings::symbols}};
-  const Size* blamed = nullptr;
-  double least = need.bytes.total();
-  for (const Size& z : sizes) {
-    if (s.*z.field == defaults.*z.field) continue;
-    TrainSettings t = s;
-    t.*z.field = defaults.*z.field;
-    double n = 0;
-    try {
-      n = training_need(t, src_vocab, tgt_vocab).bytes.total();
-    } catch (const ValueError&) {
-      continue;  // the default does not make a valid model with the other flags
-    }
-    if (n < least) least = n, blamed = &z;
-  }
+  const Size* blamed = most_to_blame<TrainSettings>(s, sizes, [&](const TrainSettings& t) {
+    return training_need(t, src_vocab, tgt_vocab).bytes.total();
+  });
   if (blamed)
     throw UsageError{
         fmt::format("--{} {}: training would need {}", blamed->flag, s.*blamed->field, refusal)};
