@@ -10,6 +10,42 @@
 
 namespace tapestry::models {
 
+const char* arch_name(Arch arch) {
+  return arch == Arch::rnn ? "rnn" : "transformer";
+}
+
+Arch parse_arch(std::string_view name) {
+  if (name == "rnn") return Arch::rnn;
+  if (name == "transformer") return Arch::transformer;
+  throw ValueError(fmt::format("unknown arch '{}' (valid: rnn, transformer)", name));
+}
+
+const char* positions_name(Positions p) {
+  return p == Positions::sinusoidal ? "sinusoidal" : "learned";
+}
+
+Positions parse_positions(std::string_view name) {
+  if (name == "sinusoidal") return Positions::sinusoidal;
+  if (name == "learned") return Positions::learned;
+  throw ValueError(fmt::format("unknown positions '{}' (valid: sinusoidal, learned)", name));
+}
+
+int64_t Seq2SeqConfig::position_limit() const {
+  return transformer() && positions == Positions::learned ? max_positions
+                                                          : std::numeric_limits<int64_t>::max();
+}
+
+nn::TransformerLayerConfig Seq2SeqConfig::layer_config() const {
+  nn::TransformerLayerConfig c;
+  c.d_model = d_model;
+  c.heads = heads;
+  c.ffn = ffn;
+  c.dropout = dropout;
+  c.norm = norm;
+  c.activation = activation;
+  return c;
+}
+
 const char* decoder_name(DecoderKind kind) {
   return kind == DecoderKind::bahdanau ? "bahdanau" : "luong";
 }
@@ -30,6 +66,26 @@ void Seq2SeqConfig::validate() const {
   require(src_vocab <= kMaxVocab && tgt_vocab <= kMaxVocab,
           fmt::format("vocabularies may hold at most {} tokens (source {}, target {})", kMaxVocab,
                       src_vocab, tgt_vocab));
+  require(dropout >= 0 && dropout < 1, fmt::format("dropout must be in [0, 1), got {}", dropout));
+  if (transformer()) {
+    require(d_model >= 2 && d_model <= kMaxWidth,
+            fmt::format("d_model must be 2 to {}, got {}", kMaxWidth, d_model));
+    require(heads >= 1 && heads <= kMaxHeads,
+            fmt::format("heads must be 1 to {}, got {}", kMaxHeads, heads));
+    require(d_model % heads == 0,
+            fmt::format("d_model {} must be a multiple of the {} heads", d_model, heads));
+    require(positions != Positions::sinusoidal || d_model % 2 == 0,
+            fmt::format("sinusoidal positions need an even d_model, got {}", d_model));
+    require(ffn >= 1 && ffn <= kMaxWidth,
+            fmt::format("ffn must be 1 to {}, got {}", kMaxWidth, ffn));
+    require(enc_layers >= 1 && enc_layers <= kMaxLayers,
+            fmt::format("enc_layers must be 1 to {}, got {}", kMaxLayers, enc_layers));
+    require(dec_layers >= 1 && dec_layers <= kMaxLayers,
+            fmt::format("dec_layers must be 1 to {}, got {}", kMaxLayers, dec_layers));
+    require(max_positions >= 2 && max_positions <= kMaxPositions,
+            fmt::format("max_positions must be 2 to {}, got {}", kMaxPositions, max_positions));
+    return;
+  }
   require(emb >= 1 && emb <= kMaxWidth, fmt::format("emb must be 1 to {}, got {}", kMaxWidth, emb));
   require(hidden >= 1 && hidden <= kMaxWidth,
           fmt::format("hidden must be 1 to {}, got {}", kMaxWidth, hidden));
@@ -39,7 +95,6 @@ void Seq2SeqConfig::validate() const {
           fmt::format("attn_size must be 0 (= hidden) to {}, got {}", kMaxWidth, attn_size));
   require(window >= 1 && window <= kMaxWindow,
           fmt::format("window must be 1 to {}, got {}", kMaxWindow, window));
-  require(dropout >= 0 && dropout < 1, fmt::format("dropout must be in [0, 1), got {}", dropout));
   using nn::AttentionKind;
   const bool same_size = attention == AttentionKind::dot ||
                          attention == AttentionKind::scaled_dot ||
@@ -52,6 +107,25 @@ void Seq2SeqConfig::validate() const {
 }
 
 std::string Seq2SeqConfig::to_json() const {
+  if (transformer()) {
+    const nlohmann::json j = {{"arch", arch_name(arch)},
+                              {"src_vocab", src_vocab},
+                              {"tgt_vocab", tgt_vocab},
+                              {"d_model", d_model},
+                              {"heads", heads},
+                              {"ffn", ffn},
+                              {"enc_layers", enc_layers},
+                              {"dec_layers", dec_layers},
+                              {"norm", nn::norm_place_name(norm)},
+                              {"activation", nn::activation_name(activation)},
+                              {"positions", positions_name(positions)},
+                              {"max_positions", max_positions},
+                              {"share_embeddings", share_embeddings},
+                              {"dropout", dropout},
+                              {"seed", seed}};
+    return j.dump();
+  }
+  // An RNN's config has no "arch" key: files written before the Transformer read the same.
   nlohmann::json j = {{"src_vocab", src_vocab},
                       {"tgt_vocab", tgt_vocab},
                       {"emb", emb},
@@ -165,6 +239,27 @@ Seq2SeqConfig Seq2SeqConfig::from_json(std::string_view text) {
     throw ValueError(fmt::format("model config: expected a JSON object, got {}", shown(j)));
   const ConfigReader r(j);
   Seq2SeqConfig c;
+  if (j.contains("arch"))
+    c.arch = r.name("arch", [](const std::string& s) { return parse_arch(s); });
+  if (c.transformer()) {
+    c.src_vocab = r.integer("src_vocab", 5, kMaxVocab);
+    c.tgt_vocab = r.integer("tgt_vocab", 5, kMaxVocab);
+    c.d_model = r.integer("d_model", 2, kMaxWidth);
+    c.heads = r.integer("heads", 1, kMaxHeads);
+    c.ffn = r.integer("ffn", 1, kMaxWidth);
+    c.enc_layers = static_cast<int>(r.integer("enc_layers", 1, kMaxLayers));
+    c.dec_layers = static_cast<int>(r.integer("dec_layers", 1, kMaxLayers));
+    c.norm = r.name("norm", [](const std::string& s) { return nn::parse_norm_place(s); });
+    c.activation =
+        r.name("activation", [](const std::string& s) { return nn::parse_activation(s); });
+    c.positions = r.name("positions", [](const std::string& s) { return parse_positions(s); });
+    c.max_positions = r.integer("max_positions", 2, kMaxPositions);
+    c.share_embeddings = r.boolean("share_embeddings");
+    c.dropout = r.number("dropout", 0, 1);
+    c.seed = r.unsigned_integer("seed");
+    c.validate();
+    return c;
+  }
   c.src_vocab = r.integer("src_vocab", 5, kMaxVocab);
   c.tgt_vocab = r.integer("tgt_vocab", 5, kMaxVocab);
   c.emb = r.integer("emb", 1, kMaxWidth);
@@ -183,9 +278,66 @@ Seq2SeqConfig Seq2SeqConfig::from_json(std::string_view text) {
   return c;
 }
 
+namespace {
+
+// The Transformer's parameters (models/transformer.cpp), named as PyTorch names those of
+// torch_transformer.py's model: src_emb, tgt_emb, transformer.{encoder,decoder}, generator.
+void transformer_shapes(const Seq2SeqConfig& c, std::vector<std::pair<std::string, Shape>>& out) {
+  const int64_t d = c.d_model, f = c.ffn;
+  auto add = [&](std::string name, Shape shape) { out.emplace_back(std::move(name), shape); };
+  auto attention = [&](const std::string& p) {
+    add(p + "in_proj_weight", {3 * d, d});
+    add(p + "in_proj_bias", {3 * d});
+    add(p + "out_proj.weight", {d, d});
+    add(p + "out_proj.bias", {d});
+  };
+  auto norm = [&](const std::string& p) {
+    add(p + "weight", {d});
+    add(p + "bias", {d});
+  };
+  auto feed_forward = [&](const std::string& p) {
+    add(p + "linear1.weight", {f, d});
+    add(p + "linear1.bias", {f});
+    add(p + "linear2.weight", {d, f});
+    add(p + "linear2.bias", {d});
+  };
+  add("src_emb.weight", {c.src_vocab, d});
+  add("tgt_emb.weight", {c.tgt_vocab, d});
+  if (c.positions == Positions::learned) {
+    add("src_pos.weight", {c.max_positions, d});
+    add("tgt_pos.weight", {c.max_positions, d});
+  }
+  for (int l = 0; l < c.enc_layers; ++l) {
+    const std::string p = fmt::format("transformer.encoder.layers.{}.", l);
+    attention(p + "self_attn.");
+    feed_forward(p);
+    norm(p + "norm1.");
+    norm(p + "norm2.");
+  }
+  norm("transformer.encoder.norm.");
+  for (int l = 0; l < c.dec_layers; ++l) {
+    const std::string p = fmt::format("transformer.decoder.layers.{}.", l);
+    attention(p + "self_attn.");
+    attention(p + "multihead_attn.");
+    feed_forward(p);
+    norm(p + "norm1.");
+    norm(p + "norm2.");
+    norm(p + "norm3.");
+  }
+  norm("transformer.decoder.norm.");
+  if (!c.share_embeddings) add("generator.weight", {c.tgt_vocab, d});
+  add("generator.bias", {c.tgt_vocab});
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, Shape>> Seq2SeqConfig::parameter_shapes() const {
   validate();
   std::vector<std::pair<std::string, Shape>> out;
+  if (transformer()) {
+    transformer_shapes(*this, out);
+    return out;
+  }
   const int64_t g = nn::gate_count(cell) * hidden, h = hidden, k = key_size();
   const int64_t a = attn_size > 0 ? attn_size : hidden;
   auto add = [&](std::string name, Shape shape) { out.emplace_back(std::move(name), shape); };
@@ -252,6 +404,11 @@ int64_t Seq2SeqConfig::parameter_count() const {
 }
 
 std::string Seq2SeqConfig::summary() const {
+  if (transformer())
+    return fmt::format("transformer {}+{} layers d {} heads {} ffn {}, {}-norm, {} {} positions{}",
+                       enc_layers, dec_layers, d_model, heads, ffn, nn::norm_place_name(norm),
+                       nn::activation_name(activation), positions_name(positions),
+                       share_embeddings ? ", shared target embedding" : "");
   return fmt::format("{}{} {}x{} emb {}, {} attention, {} decoder", nn::cell_name(cell),
                      bidirectional ? " bi" : "", layers, hidden, emb, nn::attention_name(attention),
                      decoder_name(decoder));

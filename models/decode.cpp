@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "tapestry/core/packed.h"
 #include "tapestry/core/parallel.h"
@@ -96,15 +97,86 @@ std::pair<int64_t, T> best_token(const T* z, int64_t v) {
   return {j, top};
 }
 
-// log p(y_t = j) for every row and token.
+// log p(y_t = j) for every row and token, from the step's logits z (B,V).
 template <class T>
-void step_log_probs(Seq2Seq& model, Tape& tape, const Var& features, LogProbs<T>& out) {
-  Var z = model.decoder().logits(tape, features, model.rng());
+void step_log_probs(const Var& z, LogProbs<T>& out) {
   const int64_t b = z.dim(0), v = z.dim(1);
   out.v = v;
   out.lp.resize(static_cast<size_t>(b * v));
   const T* pz = z.value().data<T>();
   for (int64_t r = 0; r < b; ++r) row_log_softmax(pz + r * v, v, out.lp.data() + r * v);
+}
+
+// One architecture's decoding steps over a batch, behind one interface for greedy and beam
+// search: the logits of the next token for every row, and the state carried between steps.
+class Stepper {
+ public:
+  virtual ~Stepper() = default;
+  // The logits (B,V) after feeding y_prev (B ids) at step t; `weights` gets this step's attention
+  // over the source (B,S) (undefined when the model has none).
+  virtual Var step(std::span<const int32_t> y_prev, int64_t t, Var& weights) = 0;
+  // Row i continues from row rows[i] (beam search's parents).
+  virtual void select_rows(std::span<const int32_t> rows) = 0;
+};
+
+class RnnStepper : public Stepper {
+ public:
+  RnnStepper(Seq2Seq& model, Tape& tape, const Batch& batch, std::span<const int32_t> rows)
+      : model_(model), tape_(tape) {
+    memory_ = model.encode(tape, batch);
+    if (!rows.empty()) memory_ = nn::select_rows(memory_, rows);
+    state_ = model.decoder().start(tape, memory_.summary);
+  }
+  Var step(std::span<const int32_t> y_prev, int64_t t, Var& weights) override {
+    DecoderStep s = model_.decoder().step(tape_, memory_, state_, y_prev, t, model_.rng());
+    weights = s.weights;
+    return model_.decoder().logits(tape_, s.features, model_.rng());
+  }
+  void select_rows(std::span<const int32_t> rows) override {
+    for (auto& layer : state_.layers) {
+      layer.h = ops::gather(layer.h, rows);
+      if (layer.c.value().defined()) layer.c = ops::gather(layer.c, rows);
+    }
+    if (state_.feed.value().defined()) state_.feed = ops::gather(state_.feed, rows);
+  }
+
+ private:
+  Seq2Seq& model_;
+  Tape& tape_;
+  nn::AttentionMemory memory_;
+  DecoderState state_;
+};
+
+// The Transformer's step reads and extends its key/value caches: each step computes only the new
+// position's queries, keys and values. The attention kept with a hypothesis is the last decoder
+// layer's cross-attention, averaged over its heads.
+class TransformerStepper : public Stepper {
+ public:
+  TransformerStepper(Seq2Seq& model, Tape& tape, const Batch& batch, std::span<const int32_t> rows,
+                     int64_t capacity)
+      : model_(model.transformer()), tape_(tape) {
+    state_ = model_.start(tape, batch, rows, capacity);
+  }
+  Var step(std::span<const int32_t> y_prev, int64_t, Var& weights) override {
+    layer_weights_.clear();
+    const Var h = model_.step(tape_, state_, y_prev, &layer_weights_);
+    weights = ops::mean(layer_weights_.back().cross, {1});  // (B,h,S) -> (B,S)
+    return model_.logits(tape_, h);
+  }
+  void select_rows(std::span<const int32_t> rows) override { model_.select_rows(state_, rows); }
+
+ private:
+  TransformerModel& model_;
+  Tape& tape_;
+  TransformerModel::DecodeState state_;
+  std::vector<nn::TransformerDecoderLayer::Weights> layer_weights_;
+};
+
+std::unique_ptr<Stepper> make_stepper(Seq2Seq& model, Tape& tape, const Batch& batch,
+                                      std::span<const int32_t> rows, int64_t capacity) {
+  if (model.is_transformer())
+    return std::make_unique<TransformerStepper>(model, tape, batch, rows, capacity);
+  return std::make_unique<RnnStepper>(model, tape, batch, rows);
 }
 
 // Appends row r of the step's weights (its first s entries) to a hypothesis' attention.
@@ -143,7 +215,11 @@ double decode_memory_bound(const Seq2SeqConfig& c, int64_t rows, int64_t src_len
   // candidates (a double and two int64).
   const double scores = b * k * v * 8 + (o.beam > 1 ? shards * k * v * 24 : 0);
   // The encoder's states and the attention's precomputed keys, copied for each of the k rows.
-  const double memory = b * k * s * (static_cast<double>(c.key_size()) + a) * 8;
+  double memory = b * k * s * (static_cast<double>(c.key_size()) + a) * 8;
+  if (c.transformer())  // per decoder layer, the self-attention's keys and values for every step
+                        // and the memory's for every source position
+    memory = b * k * static_cast<double>(c.dec_layers) * 2 * (steps + s) *
+             static_cast<double>(c.d_model) * 8;
   return attention + scores + memory;
 }
 
@@ -157,9 +233,6 @@ std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& b
   NoGrad no_grad(tape);
   tape.set_weight_packs(&packs);
   const int64_t b = batch.size;
-  nn::AttentionMemory memory = model.encode(tape, batch);
-  DecoderState state = model.decoder().start(tape, memory.summary);
-
   std::vector<Hypothesis> hyps(static_cast<size_t>(b));
   std::vector<int64_t> limit(static_cast<size_t>(b));
   int64_t longest = 0, open = b;
@@ -168,11 +241,12 @@ std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& b
     limit[r] = max_decode_steps(options, batch.src_lengths[r]);
     longest = std::max(longest, limit[r]);
   }
+  const std::unique_ptr<Stepper> stepper = make_stepper(model, tape, batch, {}, longest);
   std::vector<bool> done(static_cast<size_t>(b), false);
   std::vector<int32_t> y(static_cast<size_t>(b), Vocab::kBos);
   for (int64_t t = 0; t < longest && (open > 0 || !options.early_exit); ++t) {
-    DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
-    const Var z = model.decoder().logits(tape, step.features, model.rng());
+    Var weights;
+    const Var z = stepper->step(y, t, weights);
     const int64_t v = z.dim(1);
     for (int64_t r = 0; r < b; ++r) {
       const auto [best, log_prob] = best_token(z.value().data<T>() + r * v, v);
@@ -180,7 +254,7 @@ std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& b
       if (done[r]) continue;
       Hypothesis& h = hyps[r];
       h.log_prob += log_prob;
-      append_weights(h.attention, step.weights, r, h.src_len);
+      append_weights(h.attention, weights, r, h.src_len);
       if (best == Vocab::kEos)
         h.finished = true;
       else
@@ -212,8 +286,6 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
   std::vector<int32_t> expand;
   for (int64_t s = 0; s < b; ++s)
     for (int64_t i = 0; i < k; ++i) expand.push_back(static_cast<int32_t>(s));
-  nn::AttentionMemory memory = nn::select_rows(model.encode(tape, batch), expand);
-  DecoderState state = model.decoder().start(tape, memory.summary);
 
   struct Sentence {
     std::vector<Hypothesis> alive;  // k slots; dead ones have log_prob kDead
@@ -233,6 +305,7 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
       st.alive[i].log_prob = i == 0 ? 0.0 : kDead;  // one start, so the first step has no twins
     }
   }
+  const std::unique_ptr<Stepper> stepper = make_stepper(model, tape, batch, expand, longest);
 
   std::vector<int32_t> y(static_cast<size_t>(b * k), Vocab::kBos);
   std::vector<int32_t> parents(static_cast<size_t>(b * k));
@@ -243,8 +316,8 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
   std::vector<Candidate> cands;
   LogProbs<T> lp;
   for (int64_t t = 0; t < longest && (open > 0 || !options.early_exit); ++t) {
-    DecoderStep step = model.decoder().step(tape, memory, state, y, t, model.rng());
-    step_log_probs(model, tape, step.features, lp);
+    Var weights;
+    step_log_probs(stepper->step(y, t, weights), lp);
     for (int64_t s = 0; s < b; ++s) {
       Sentence& st = sents[s];
       const int64_t row0 = s * k;
@@ -272,7 +345,7 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
         const Candidate& cd = cands[c];
         Hypothesis h = st.alive[cd.slot];
         h.log_prob = cd.log_prob;
-        append_weights(h.attention, step.weights, row0 + cd.slot, h.src_len);
+        append_weights(h.attention, weights, row0 + cd.slot, h.src_len);
         if (cd.token == Vocab::kEos) {
           if (static_cast<int64_t>(c) >= k) continue;  // only the top k may end here
           h.finished = true;
@@ -310,11 +383,7 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
       }
     }
     // Each row continues from its parent's state.
-    for (auto& layer : state.layers) {
-      layer.h = ops::gather(layer.h, parents);
-      if (layer.c.value().defined()) layer.c = ops::gather(layer.c, parents);
-    }
-    if (state.feed.value().defined()) state.feed = ops::gather(state.feed, parents);
+    stepper->select_rows(parents);
   }
 
   std::vector<std::vector<Hypothesis>> out;

@@ -6,8 +6,11 @@
 
 #include "tapestry/nn/attention.h"
 #include "tapestry/nn/embedding.h"
+#include "tapestry/nn/layer_norm.h"
 #include "tapestry/nn/linear.h"
+#include "tapestry/nn/multihead_attention.h"
 #include "tapestry/nn/rnn.h"
+#include "tapestry/nn/transformer.h"
 #include "tapestry/ops/arith.h"
 #include "tapestry/ops/shape_ops.h"
 
@@ -172,6 +175,117 @@ void add_attention_cases(GradcheckRegistry& reg) {
   }
 }
 
+// Tensors in one flat vector, so that one check covers outputs and weights together.
+Var flat(std::initializer_list<Var> parts) {
+  std::vector<Var> v;
+  for (const Var& p : parts) v.push_back(ops::reshape(p, {-1}));
+  return ops::concat(v, 0);
+}
+
+// Key padding (B,S) = (2,S): the second row's last key is padding.
+Tensor padded_keys(int64_t s) {
+  Tensor valid = Tensor::full({2, s}, 1.0, DType::f64);
+  valid.set(2 * s - 1, 0.0);
+  return valid;
+}
+
+// Multi-head attention and the Transformer layers: d = 4, 2 heads, keys with padding, the causal
+// mask, packed and separate projections, post- and pre-norm. Every parameter and every input.
+void add_transformer_cases(GradcheckRegistry& reg) {
+  for (const char* layer :
+       {"layer_norm", "multihead_attention", "transformer_encoder_layer",
+        "transformer_decoder_layer", "transformer_encoder", "transformer_decoder"})
+    reg.require_layer(layer);
+  reg.add(module_case(
+      "layer_norm", "(B,S,d) = (2,3,4)", {{"x", {2, 3, 4}}},
+      [](Rng& rng) {
+        auto m = std::make_unique<LayerNorm>(4, 1e-5, DType::f64);
+        // Away from weight 1, bias 0, so their gradients are not a special case.
+        for (auto* p : m->parameters())
+          p->value.copy_from(rng.uniform_tensor(p->shape(), 0.5, 1.5, DType::f64));
+        return m;
+      },
+      [](Tape& tape, Module& m, std::span<const Var> x) {
+        return as<LayerNorm>(m).forward(tape, x[0]);
+      }));
+  for (bool packed : {true, false}) {
+    for (bool causal : {false, true}) {
+      reg.add(module_case(
+          "multihead_attention",
+          fmt::format("{} projections, d 4, 2 heads, key padding{}", packed ? "packed" : "separate",
+                      causal ? ", causal" : ""),
+          {{"query", {2, 3, 4}}, {"key", {2, 3, 4}}, {"value", {2, 3, 4}}},
+          [packed](Rng& rng) {
+            auto m = std::make_unique<MultiheadAttention>(4, 2, 0.0, rng, DType::f64, packed);
+            // Non-zero biases, so their gradients are checked at a general point.
+            for (auto& [name, p] : m->named_parameters())
+              if (p->value.ndim() == 1)
+                p->value.copy_from(rng.uniform_tensor(p->shape(), -0.5, 0.5, DType::f64));
+            return m;
+          },
+          [causal](Tape& tape, Module& m, std::span<const Var> x) {
+            Rng rng(1);
+            auto o = as<MultiheadAttention>(m).forward(tape, x[0], x[1], x[2], padded_keys(3),
+                                                       causal, rng);
+            return flat({o.y, o.weights});
+          }));
+    }
+  }
+  reg.add(module_case(
+      "multihead_attention", "self-attention, one packed product, S = 3", {{"x", {2, 3, 4}}},
+      [](Rng& rng) { return std::make_unique<MultiheadAttention>(4, 2, 0.0, rng, DType::f64); },
+      [](Tape& tape, Module& m, std::span<const Var> x) {
+        Rng rng(1);
+        auto o = as<MultiheadAttention>(m).self_attention(tape, x[0], padded_keys(3), true, rng);
+        return flat({o.y, o.weights});
+      }));
+  for (NormPlace norm : {NormPlace::post, NormPlace::pre}) {
+    for (Activation act : {Activation::relu, Activation::gelu}) {
+      TransformerLayerConfig c;
+      c.d_model = 4;
+      c.heads = 2;
+      c.ffn = 6;
+      c.dropout = 0;
+      c.norm = norm;
+      c.activation = act;
+      const std::string what = fmt::format("{}-norm, {}, d 4, 2 heads, ffn 6, padding",
+                                           norm_place_name(norm), activation_name(act));
+      reg.add(module_case(
+          "transformer_encoder_layer", what, {{"x", {2, 3, 4}}},
+          [c](Rng& rng) { return std::make_unique<TransformerEncoderLayer>(c, rng, DType::f64); },
+          [](Tape& tape, Module& m, std::span<const Var> x) {
+            Rng rng(1);
+            return as<TransformerEncoderLayer>(m).forward(tape, x[0], padded_keys(3), rng);
+          }));
+      reg.add(module_case(
+          "transformer_decoder_layer", what + ", causal", {{"y", {2, 3, 4}}, {"memory", {2, 2, 4}}},
+          [c](Rng& rng) { return std::make_unique<TransformerDecoderLayer>(c, rng, DType::f64); },
+          [](Tape& tape, Module& m, std::span<const Var> x) {
+            Rng rng(1);
+            return as<TransformerDecoderLayer>(m).forward(tape, x[0], x[1], padded_keys(3),
+                                                          padded_keys(2), rng);
+          }));
+      if (act == Activation::gelu) continue;
+      reg.add(module_case(
+          "transformer_encoder", "2 layers and the final norm, " + what, {{"x", {2, 3, 4}}},
+          [c](Rng& rng) { return std::make_unique<TransformerEncoder>(c, 2, rng, DType::f64); },
+          [](Tape& tape, Module& m, std::span<const Var> x) {
+            Rng rng(1);
+            return as<TransformerEncoder>(m).forward(tape, x[0], padded_keys(3), rng);
+          }));
+      reg.add(module_case(
+          "transformer_decoder", "2 layers and the final norm, " + what,
+          {{"y", {2, 3, 4}}, {"memory", {2, 2, 4}}},
+          [c](Rng& rng) { return std::make_unique<TransformerDecoder>(c, 2, rng, DType::f64); },
+          [](Tape& tape, Module& m, std::span<const Var> x) {
+            Rng rng(1);
+            return as<TransformerDecoder>(m).forward(tape, x[0], x[1], padded_keys(3),
+                                                     padded_keys(2), rng);
+          }));
+    }
+  }
+}
+
 }  // namespace
 
 void add_gradcheck_cases(GradcheckRegistry& reg) {
@@ -207,6 +321,7 @@ void add_gradcheck_cases(GradcheckRegistry& reg) {
   for (CellKind kind : {CellKind::rnn, CellKind::gru, CellKind::lstm})
     add_recurrent_cases(reg, kind);
   add_attention_cases(reg);
+  add_transformer_cases(reg);
 }
 
 }  // namespace tapestry::nn

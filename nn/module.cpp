@@ -15,7 +15,8 @@ Parameter& Module::add_parameter(std::string name, Tensor value) {
 void Module::collect(const std::string& prefix,
                      std::vector<std::pair<std::string, Parameter*>>& out) {
   for (auto& [name, p] : params_) out.emplace_back(prefix + name, p.get());
-  for (auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+  for (auto& [name, child] : children_)
+    child->collect(name.empty() ? prefix : prefix + name + ".", out);
 }
 
 std::vector<std::pair<std::string, Parameter*>> Module::named_parameters() {

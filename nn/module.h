@@ -30,7 +30,8 @@ class Module {
 
  protected:
   Parameter& add_parameter(std::string name, Tensor value);
-  // Registers a child owned elsewhere (usually a member of the derived class).
+  // Registers a child owned elsewhere (usually a member of the derived class). An empty name adds
+  // nothing to its parameters' paths (the child's names become this module's own).
   template <class M>
   M& add_module(std::string name, M& child) {
     children_.emplace_back(std::move(name), &child);
