@@ -61,6 +61,26 @@ std::vector<std::vector<float>> reference_attention(Seq2Seq& model,
                                                     int64_t batch_size) {
   EvalMode eval(model);
   std::vector<std::vector<float>> out(pairs.size());
+  if (model.is_transformer()) {
+    // The last decoder layer's cross-attention, averaged over its heads: (B,h,T,S) -> (B,T,S).
+    for (const auto& rows : make_batches(pairs, batch_size, nullptr)) {
+      Batch batch = make_batch(pairs, rows);
+      Tape tape;
+      NoGrad no_grad(tape);
+      TransformerModel& t = model.transformer();
+      TransformerModel::Weights w;
+      t.decode(tape, t.encode(tape, batch, model.rng()), batch, model.rng(), &w);
+      const Var a = ops::mean(w.decoder.back().cross, {1});
+      const int64_t steps = batch.tgt_len, s = batch.src_len;
+      for (int64_t r = 0; r < batch.size; ++r) {
+        auto& out_r = out[static_cast<size_t>(batch.index[r])];
+        for (int64_t i = 0; i < batch.tgt_lengths[r]; ++i)
+          for (int64_t j = 0; j < batch.src_lengths[r]; ++j)
+            out_r.push_back(static_cast<float>(a.value().at((r * steps + i) * s + j)));
+      }
+    }
+    return out;
+  }
   if (model.config().attention == nn::AttentionKind::none) return out;
   for (const auto& rows : make_batches(pairs, batch_size, nullptr)) {
     Batch batch = make_batch(pairs, rows);

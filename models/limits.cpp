@@ -42,7 +42,16 @@ MemoryNeed training_memory(const Seq2SeqConfig& c, int64_t batch, int64_t src_le
   // the backward rather than keep it).
   const double step = b * (e + l * (g + h) + k + f + 2 * s);
   const double output = b * t * v;  // the logits (their softmax is rebuilt in the backward)
-  const double elements = encoder + attention_memory + t * step + output;
+  double elements = encoder + attention_memory + t * step + output;
+  if (c.transformer()) {
+    // Per layer and position: q, k, v and their head-split copies, the context, the residuals and
+    // norms, the feed-forward block; and the scores and weights of each head.
+    const double d = static_cast<double>(c.d_model), ff = static_cast<double>(c.ffn),
+                 heads = static_cast<double>(c.heads);
+    elements = b * s * c.enc_layers * (16 * d + 3 * ff + 3 * heads * s) +
+               b * t * c.dec_layers * (26 * d + 3 * ff + 3 * heads * (t + s)) + b * (s + t) * d +
+               output;
+  }
   MemoryNeed need;
   need.weights = static_cast<double>(c.parameter_count()) * weight_copies * kFloat;
   need.activations = elements * 2 * kFloat;  // values and gradients

@@ -115,7 +115,8 @@ int cmd_train(const Args& args) {
   Trainer trainer(model, train_options(s));
   if (s.out.empty())
     s.out =
-        fmt::format("runs/{}-{}", fs::path(s.data_description()).filename().string(), s.attention);
+        fmt::format("runs/{}-{}", fs::path(s.data_description()).filename().string(),
+                    s.arch == "transformer" ? "transformer" : s.attention);
   if (s.resume.empty()) {
     run = RunDir::create(s.out);
     run.write_test_split(data.splits.test, data.preprocess);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <span>
 #include <tuple>
 
 #include "tapestry/models/corpus.h"
@@ -71,7 +72,9 @@ void check_memory(const TrainSettings& s, int64_t src_vocab, int64_t tgt_vocab) 
       {"hidden", &TrainSettings::hidden},         {"emb", &TrainSettings::emb},
       {"attn-size", &TrainSettings::attn_size},   {"layers", &TrainSettings::layers},
       {"batch-size", &TrainSettings::batch_size}, {"max-len", &TrainSettings::max_len},
-      {"symbols", &TrainSettings::symbols}};
+      {"symbols", &TrainSettings::symbols},       {"d-model", &TrainSettings::d_model},
+      {"ffn", &TrainSettings::ffn},               {"enc-layers", &TrainSettings::enc_layers},
+      {"dec-layers", &TrainSettings::dec_layers}};
   const Size* blamed = most_to_blame<TrainSettings>(s, sizes, [&](const TrainSettings& t) {
     return training_need(t, src_vocab, tgt_vocab).bytes.total();
   });
@@ -163,6 +166,10 @@ void TrainSettings::declare(Flags& f) {
   f.add("max-vocab", &max_vocab, "vocabulary: most frequent tokens kept (0: all)", 0, kBig);
 
   f.section("model");
+  f.add("arch", &arch, "architecture: RNN with attention, or the Transformer",
+        {"rnn", "transformer"});
+  f.add("dropout", &dropout, "dropout probability", 0, 0.95);
+  f.section("model: --arch rnn");
   f.add("cell", &cell, "recurrent cell", {"rnn", "gru", "lstm"});
   f.add("attention", &attention, "attention variant",
         {"none", "bahdanau", "dot", "general", "concat", "scaled-dot", "cosine", "local-m",
@@ -174,9 +181,20 @@ void TrainSettings::declare(Flags& f) {
   f.add("hidden", &hidden, "hidden size", 1, 65536);
   f.add("attn-size", &attn_size, "additive attention's hidden size (0: hidden)", 0, 65536);
   f.add("window", &window, "local attention's half width D", 1, 1000);
-  f.add("dropout", &dropout, "dropout probability", 0, 0.95);
   f.add_switch("deep-output", &deep_output,
                "Bahdanau decoder: output layer reads state, context and embedding (else state)");
+  f.section("model: --arch transformer");
+  f.add("d-model", &d_model, "embedding and layer width d", 2, 65536);
+  f.add("heads", &heads, "attention heads (d / heads each)", 1, 256);
+  f.add("ffn", &ffn, "feed-forward inner width", 1, 65536);
+  f.add("enc-layers", &enc_layers, "encoder layers", 1, 8);
+  f.add("dec-layers", &dec_layers, "decoder layers", 1, 8);
+  f.add("norm", &norm, "layer norm after each sublayer's residual (2017) or before it", {"post", "pre"});
+  f.add("activation", &activation, "feed-forward nonlinearity", {"relu", "gelu"});
+  f.add("positions", &positions, "positional encoding", {"sinusoidal", "learned"});
+  f.add("max-positions", &max_positions, "learned positions: longest sentence + 1", 2, 8192);
+  f.add_switch("share-embeddings", &share_embeddings,
+               "the output layer's weight is the target embedding");
 
   f.section("training");
   f.add("epochs", &epochs, "passes over the training data", 1, 100000);
@@ -210,6 +228,23 @@ void TrainSettings::declare(Flags& f) {
 }
 
 void TrainSettings::check(const Flags& f) const {
+  const bool transformer = arch == "transformer";
+  static const char* const rnn_only[] = {"cell",   "attention", "decoder",     "layers",
+                                         "emb",    "hidden",    "attn-size",   "window",
+                                         "bidirectional", "deep-output", "teacher-forcing"};
+  static const char* const transformer_only[] = {
+      "d-model", "heads",     "ffn",           "enc-layers",      "dec-layers",
+      "norm",    "activation", "positions",    "max-positions",   "share-embeddings"};
+  for (const char* flag : transformer ? std::span<const char* const>(rnn_only)
+                                      : std::span<const char* const>(transformer_only))
+    if (f.given(flag))
+      throw UsageError{fmt::format("--{} applies to --arch {}, not --arch {}", flag,
+                                   transformer ? "rnn" : "transformer", arch)};
+  if (transformer && d_model % heads != 0)
+    throw UsageError{
+        fmt::format("--d-model {} must be a multiple of --heads {}", d_model, heads)};
+  if (transformer && positions == "sinusoidal" && d_model % 2 != 0)
+    throw UsageError{fmt::format("--d-model {}: sinusoidal positions need an even width", d_model)};
   const int sources = !task.empty() + !data.empty() + !train_prefix.empty();
   if (sources != 1 && resume.empty())
     throw UsageError{
@@ -346,8 +381,19 @@ models::Seq2SeqConfig model_config(const TrainSettings& s, int64_t src_vocab, in
 models::Seq2SeqConfig model_config_unchecked(const TrainSettings& s, int64_t src_vocab,
                                              int64_t tgt_vocab) {
   models::Seq2SeqConfig c;
+  c.arch = models::parse_arch(s.arch);
   c.src_vocab = src_vocab;
   c.tgt_vocab = tgt_vocab;
+  c.d_model = s.d_model;
+  c.heads = s.heads;
+  c.ffn = s.ffn;
+  c.enc_layers = static_cast<int>(s.enc_layers);
+  c.dec_layers = static_cast<int>(s.dec_layers);
+  c.norm = nn::parse_norm_place(s.norm);
+  c.activation = nn::parse_activation(s.activation);
+  c.positions = models::parse_positions(s.positions);
+  c.max_positions = s.max_positions;
+  c.share_embeddings = s.share_embeddings;
   c.emb = s.emb;
   c.hidden = s.hidden;
   c.layers = static_cast<int>(s.layers);

@@ -23,10 +23,15 @@ struct TrainSettings {
   int64_t max_tokens = 100, min_freq = 1, max_vocab = 0;
   double valid_fraction = 0.05, test_fraction = 0.05;
   // model
+  std::string arch = "rnn";
   std::string cell = "gru", attention = "bahdanau", decoder = "bahdanau";
   int64_t layers = 1, emb = 64, hidden = 128, attn_size = 0, window = 2;
   bool bidirectional = true, deep_output = true;
   double dropout = 0;
+  int64_t d_model = 256, heads = 8, ffn = 512, enc_layers = 3, dec_layers = 3;
+  int64_t max_positions = 256;
+  std::string norm = "post", activation = "relu", positions = "sinusoidal";
+  bool share_embeddings = false;
   // training
   int64_t epochs = 10, batch_size = 64, step_size = 5, patience = 1;
   std::string optimizer = "adam", schedule = "none";
