@@ -23,8 +23,15 @@ void TrainOptions::validate() const {
   require(teacher_forcing >= 0 && teacher_forcing <= 1,
           fmt::format("teacher forcing must be in [0, 1], got {}", teacher_forcing));
   require(shards >= 1 && shards <= 64, fmt::format("shards must be 1 to 64, got {}", shards));
-  require(schedule == "none" || schedule == "step" || schedule == "plateau",
-          fmt::format("unknown schedule '{}' (valid: none, step, plateau)", schedule));
+  require(schedule == "none" || schedule == "step" || schedule == "plateau" || schedule == "noam",
+          fmt::format("unknown schedule '{}' (valid: none, step, plateau, noam)", schedule));
+  require(warmup >= 1, fmt::format("warmup must be at least 1 update, got {}", warmup));
+  require(adam_beta2 >= 0 && adam_beta2 < 1,
+          fmt::format("adam beta2 must be in [0, 1), got {}", adam_beta2));
+  require(adam_eps > 0 && std::isfinite(adam_eps),
+          fmt::format("adam eps must be positive, got {}", adam_eps));
+  require(label_smoothing >= 0 && label_smoothing < 1,
+          fmt::format("label smoothing must be in [0, 1), got {}", label_smoothing));
 }
 
 Trainer::Trainer(Seq2Seq& model, const TrainOptions& options)
@@ -34,16 +41,18 @@ Trainer::Trainer(Seq2Seq& model, const TrainOptions& options)
     optimizer_ =
         std::make_unique<nn::SGD>(params_, options_.lr, options_.momentum, options_.weight_decay);
   else if (options_.optimizer == "adamw")
-    optimizer_ =
-        std::make_unique<nn::AdamW>(params_, options_.lr, 0.9, 0.999, 1e-8, options_.weight_decay);
+    optimizer_ = std::make_unique<nn::AdamW>(params_, options_.lr, 0.9, options_.adam_beta2,
+                                             options_.adam_eps, options_.weight_decay);
   else
-    optimizer_ =
-        std::make_unique<nn::Adam>(params_, options_.lr, 0.9, 0.999, 1e-8, options_.weight_decay);
+    optimizer_ = std::make_unique<nn::Adam>(params_, options_.lr, 0.9, options_.adam_beta2,
+                                            options_.adam_eps, options_.weight_decay);
   if (options_.schedule == "step")
     step_lr_ = std::make_unique<nn::StepLR>(*optimizer_, options_.step_size, options_.gamma);
   else if (options_.schedule == "plateau")
     plateau_ =
         std::make_unique<nn::ReduceLROnPlateau>(*optimizer_, options_.gamma, options_.patience);
+  else if (options_.schedule == "noam")
+    inverse_sqrt_ = std::make_unique<nn::InverseSqrtLR>(*optimizer_, options_.warmup);
 }
 
 namespace {
@@ -127,6 +136,7 @@ double Trainer::step(const Batch& batch) {
     });
   last_norm_ = nn::clip_grad_norm(params_, options_.clip > 0 ? options_.clip : INFINITY);
   last_skipped_ = !std::isfinite(last_norm_);
+  if (inverse_sqrt_) inverse_sqrt_->step();  // the lr of the update about to be taken
   if (!last_skipped_) optimizer_->step();
   return value;
 }

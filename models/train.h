@@ -22,11 +22,19 @@ struct TrainOptions {
   double momentum = 0.9;  // sgd only
   double clip = 1.0;      // global gradient norm; 0: no clipping
   double teacher_forcing = 1.0;
-  std::string schedule = "none";  // none, step (lr *= gamma every step_size epochs) or plateau
+  double adam_beta2 = 0.999;  // adam and adamw (Transformer recipes: 0.98)
+  double adam_eps = 1e-8;     // adam and adamw (Transformer recipes: 1e-9)
+  // none, step (lr *= gamma every step_size epochs), plateau, or noam (per update: a linear
+  // warm-up to lr over `warmup` updates, then lr * sqrt(warmup / update); nn::InverseSqrtLR)
+  std::string schedule = "none";
   int step_size = 5;
-  double gamma = 0.5;  // step and plateau decay factor
-  int patience = 1;    // plateau: epochs without improvement before a decay
-  uint64_t seed = 1;   // batch order
+  double gamma = 0.5;     // step and plateau decay factor
+  int patience = 1;       // plateau: epochs without improvement before a decay
+  int64_t warmup = 4000;  // noam: updates of linear warm-up
+  // The share of the target distribution spread evenly over the vocabulary (0: none), for the
+  // model's loss (ops::cross_entropy's label_smoothing).
+  double label_smoothing = 0;
+  uint64_t seed = 1;  // batch order
   // Each batch is cut into this many shards of rows, trained in parallel (one per core, see
   // core/parallel.h) and their gradients summed in shard order: the result does not depend on how
   // many cores there are.
@@ -69,7 +77,8 @@ class Trainer {
   // the epoch early (a time limit).
   EpochResult epoch(std::span<const EncodedPair> pairs, int64_t epoch,
                     const std::function<bool(const StepProgress&)>& on_step = {});
-  // Call after each epoch with the validation loss: advances the lr schedule.
+  // Call after each epoch with the validation loss: advances the step and plateau schedules (noam
+  // advances with every update, in step()).
   void end_epoch(double valid_loss);
 
   nn::Optimizer& optimizer() { return *optimizer_; }
@@ -92,6 +101,7 @@ class Trainer {
   std::unique_ptr<nn::Optimizer> optimizer_;
   std::unique_ptr<nn::StepLR> step_lr_;
   std::unique_ptr<nn::ReduceLROnPlateau> plateau_;
+  std::unique_ptr<nn::InverseSqrtLR> inverse_sqrt_;
   double last_norm_ = 0;
   bool last_skipped_ = false;
 };

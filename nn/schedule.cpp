@@ -1,4 +1,4 @@
-// Learning-rate schedules: epoch counting and the plateau test.
+// Learning-rate schedules: epoch counting, the plateau test and the warm-up's closed form.
 #include "tapestry/nn/schedule.h"
 
 #include <fmt/format.h>
@@ -47,6 +47,22 @@ bool ReduceLROnPlateau::step(double metric) {
   if (old_lr - new_lr <= 1e-8) return false;
   opt_.set_lr(new_lr);
   return true;
+}
+
+InverseSqrtLR::InverseSqrtLR(Optimizer& opt, int64_t warmup)
+    : opt_(opt), warmup_(warmup), peak_(opt.lr()) {
+  if (warmup < 1)
+    throw ValueError(fmt::format("InverseSqrtLR: warmup must be >= 1, got {}", warmup));
+}
+
+double InverseSqrtLR::lr_at(int64_t s) const {
+  const auto step = static_cast<double>(s), warmup = static_cast<double>(warmup_);
+  // At s = warmup both branches are exactly peak: s / warmup is 1, and so is its square root.
+  return s < warmup_ ? peak_ * (step / warmup) : peak_ * std::sqrt(warmup / step);
+}
+
+void InverseSqrtLR::step() {
+  opt_.set_lr(lr_at(opt_.steps() + 1));
 }
 
 }  // namespace tapestry::nn

@@ -1,6 +1,8 @@
-// Learning-rate schedules: StepLR (decay every few epochs) and ReduceLROnPlateau (decay on stall).
+// Learning-rate schedules: StepLR (decay every few epochs), ReduceLROnPlateau (decay on stall) and
+// InverseSqrtLR (the Transformer's warm-up, per update).
 #pragma once
 
+#include <cstdint>
 #include <limits>
 
 #include "tapestry/nn/optim.h"
@@ -48,6 +50,32 @@ class ReduceLROnPlateau {
   double threshold_, min_lr_;
   double best_ = std::numeric_limits<double>::infinity();
   int bad_epochs_ = 0;
+};
+
+// The Transformer's schedule (Vaswani et al. 2017, eq. 3), per optimizer update: update s
+// (counted from 1) takes lr = peak * min(s / warmup, sqrt(warmup / s)), peak being the lr at
+// construction, so the lr rises linearly to peak at update `warmup`, then decays as 1/sqrt(s).
+// Vaswani's d^-0.5 min(s^-0.5, s warmup^-1.5) is peak = d^-0.5 warmup^-0.5. fairseq's
+// inverse_sqrt gives the same values one update later (its first update takes warmup_init_lr, 0).
+// The update number comes from the optimizer's steps(), so once a checkpoint's optimizer state is
+// loaded the schedule continues where the run stopped; construct the schedule before loading it,
+// since the state's lr is the last update's, not the peak.
+class InverseSqrtLR {
+ public:
+  // Throws ValueError unless warmup >= 1.
+  InverseSqrtLR(Optimizer& opt, int64_t warmup);
+  // Call before every optimizer update: sets the lr of update opt.steps() + 1, the one about to be
+  // taken (a skipped update leaves steps() as it was, so calling again sets the same lr).
+  void step();
+  // The lr of update s >= 1.
+  double lr_at(int64_t s) const;
+  int64_t warmup() const { return warmup_; }
+  double peak() const { return peak_; }
+
+ private:
+  Optimizer& opt_;
+  int64_t warmup_;
+  double peak_;
 };
 
 }  // namespace tapestry::nn

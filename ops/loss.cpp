@@ -12,9 +12,15 @@ namespace tapestry::ops {
 
 namespace {
 
-// Throws unless logits is (N,V) with N targets, each in [0,V) or equal to ignore_index.
-void check_cross_entropy(const Shape& s, std::span<const int32_t> targets, int32_t ignore_index) {
+// Throws unless 0 <= label_smoothing < 1 and logits is (N,V) with N targets, each in [0,V) or
+// equal to ignore_index.
+void check_cross_entropy(const Shape& s, std::span<const int32_t> targets, int32_t ignore_index,
+                         double label_smoothing) {
   const auto n = static_cast<int64_t>(targets.size());
+  if (!(label_smoothing >= 0 && label_smoothing < 1))
+    throw ValueError(fmt::format(
+        "cross_entropy: logits {} and targets ({}): label_smoothing = {} is outside [0, 1)",
+        s.str(), n, label_smoothing));
   if (s.ndim() != 2)
     throw ShapeError(fmt::format(
         "cross_entropy: logits {} and targets ({}): logits must be 2-D (N,V)", s.str(), n));
@@ -32,28 +38,52 @@ void check_cross_entropy(const Shape& s, std::span<const int32_t> targets, int32
   }
 }
 
+// sum_i (m - x[i]) for m = max_value(x, n), over independent lanes of doubles (they vectorise,
+// and a float row of 30,000 classes keeps its digits); every term is >= 0, so nothing cancels.
+template <class T>
+double gap_sum(const T* __restrict x, int64_t n, T m) {
+  constexpr int kLanes = 64 / sizeof(T);
+  double lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int u = 0; u < kLanes; ++u) lane[u] += static_cast<double>(m - x[i + u]);
+  double sum = 0;
+  for (int u = 0; u < kLanes; ++u) sum += lane[u];
+  for (; i < n; ++i) sum += static_cast<double>(m - x[i]);
+  return sum;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // cross_entropy
-// L = mean_i (lse_i - z_i[t_i]), lse_i = logsumexp(z_i);  dz_i += dL (exp(z_i - lse_i) -
-// onehot(t_i)) / count.  Saved: the logits (alive anyway, as their producer's value) and per row
-// lse_i in two parts, the maximum m_i and r_i = log1p(rest_i), from which backward recomputes the
-// probabilities instead of keeping another (N,V) tensor; the targets (attrs) and scalars (count,
-// ignore_index). The target's term p - 1 is computed as expm1(z_t - m - r): for a confident row
-// (p = 1 - 1e-13) exp(.) - 1 would keep 3 of its digits, and m + r rounded as one number fewer.
+// L = mean_i ((1-eps)(lse_i - z_i[t_i]) + eps mean_j(lse_i - z_ij)), lse_i = logsumexp(z_i);
+// dz_i += dL (exp(z_i - lse_i) - (1-eps) onehot(t_i) - eps/V) / count.  Saved: the logits (alive
+// anyway, as their producer's value) and per row lse_i in two parts, the maximum m_i and
+// r_i = log1p(rest_i), from which backward recomputes the probabilities instead of keeping another
+// (N,V) tensor; the targets (attrs) and scalars (ignore_index, eps), from which backward counts
+// the rows again (a node has two scalars). The target's term p - (1-eps) - eps/V is computed as
+// expm1(z_t - m - r) + eps (1 - 1/V): for a confident row (p = 1 - 1e-13) exp(.) - 1 would keep
+// 3 of p - 1's digits, and m + r rounded as one number fewer. With eps = 0 both terms add 0, so
+// the result is the unsmoothed one to the bit.
 void cross_entropy_backward(Tape& tape, const Node& n) {
   Tensor* dz = tape.input_grad(n, 0);
-  const double count = n.scalar[0];
-  if (!dz || count == 0) return;
+  if (!dz) return;
+  std::span<const int64_t> targets = tape.attrs(n);
+  const auto ignore_index = static_cast<int64_t>(n.scalar[0]);
+  const double eps = n.scalar[1];
+  const auto count = static_cast<double>(
+      std::count_if(targets.begin(), targets.end(), [&](int64_t t) { return t != ignore_index; }));
+  if (count == 0) return;
   const Tensor& z = tape.saved(n, 0);
   const Tensor& lse = tape.saved(n, 1);  // (N,2): m_i, r_i
-  std::span<const int64_t> targets = tape.attrs(n);
-  const auto ignore_index = static_cast<int64_t>(n.scalar[1]);
   const int64_t v = z.dim(1);
   dispatch(z.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T g = static_cast<T>(n.grad.data<T>()[0] / count);
+    // The smoothed target's share of every class, and what the target's column adds to p - 1.
+    const T u = static_cast<T>(eps / static_cast<double>(v));
+    const T keep = static_cast<T>(eps - eps / static_cast<double>(v));
     const T* pz = z.data<T>();
     const T* pl = lse.data<T>();
     T* d = dz->data<T>();
@@ -62,20 +92,23 @@ void cross_entropy_backward(Tape& tape, const Node& n) {
       const int64_t row = static_cast<int64_t>(i) * v;
       const T m = pl[2 * i], r = pl[2 * i + 1];
       const int64_t t = targets[i];
-      for (int64_t j = 0; j < t; ++j) d[row + j] += g * detail::exp((pz[row + j] - m) - r);
-      d[row + t] += g * std::expm1((pz[row + t] - m) - r);
-      for (int64_t j = t + 1; j < v; ++j) d[row + j] += g * detail::exp((pz[row + j] - m) - r);
+      for (int64_t j = 0; j < t; ++j) d[row + j] += g * (detail::exp((pz[row + j] - m) - r) - u);
+      d[row + t] += g * (std::expm1((pz[row + t] - m) - r) + keep);
+      for (int64_t j = t + 1; j < v; ++j)
+        d[row + j] += g * (detail::exp((pz[row + j] - m) - r) - u);
     }
   });
 }
-TAPESTRY_OP(
-    kCrossEntropy, "cross_entropy", cross_entropy_backward,
-    "L = mean_i(logsumexp(z_i) - z_i[t_i]);  dz_i += dL * (softmax(z_i) - onehot(t_i)) / count");
+TAPESTRY_OP(kCrossEntropy, "cross_entropy", cross_entropy_backward,
+            "L = mean_i((1-eps)(lse(z_i) - z_i[t_i]) + eps mean_j(lse(z_i) - z_ij));  dz_i += dL * "
+            "(softmax(z_i) - (1-eps) onehot(t_i) - eps/V) / count");
 
 // logits (N,V), targets (N) -> loss ()
-Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t ignore_index) {
-  check_cross_entropy(logits.shape(), targets, ignore_index);
+Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t ignore_index,
+                  double label_smoothing) {
+  check_cross_entropy(logits.shape(), targets, ignore_index, label_smoothing);
   const int64_t n = logits.dim(0), v = logits.dim(1);
+  const double eps = label_smoothing;
   Tape* tape = recording_tape({&logits});
   Tensor lse = tape ? Tensor::zeros({n, 2}, logits.dtype()) : Tensor();
   double total = 0;
@@ -88,11 +121,18 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
       if (targets[i] == ignore_index) continue;
       const T* zi = z + i * v;
       const T m = detail::max_value(zi, v), rest = detail::softmax_rest(zi, v, m);
-      total += static_cast<double>(std::log1p(rest) + (m - zi[targets[i]]));
+      const T r = std::log1p(rest), nll = r + (m - zi[targets[i]]);
+      // mean_j (lse - z_j) as r + mean_j (m - z_j), whose terms are all >= 0. Skipped at eps = 0,
+      // where a masked class's -inf logit would make 0 * inf a NaN.
+      total +=
+          eps == 0
+              ? static_cast<double>(nll)
+              : (1 - eps) * static_cast<double>(nll) +
+                    eps * (static_cast<double>(r) + gap_sum(zi, v, m) / static_cast<double>(v));
       ++count;
       if (pl) {
         pl[2 * i] = m;
-        pl[2 * i + 1] = std::log1p(rest);
+        pl[2 * i + 1] = r;
       }
     }
   });
@@ -103,7 +143,7 @@ Var cross_entropy(const Var& logits, std::span<const int32_t> targets, int32_t i
   tape->save(id, logits.value());
   tape->save(id, std::move(lse));
   tape->save_attrs(id, targets);
-  tape->set_scalars(id, static_cast<double>(count), ignore_index);
+  tape->set_scalars(id, ignore_index, eps);
   return tape->output(id);
 }
 

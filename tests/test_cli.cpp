@@ -2,8 +2,11 @@
 // message with a non-zero exit for every kind of bad input.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli_run.h"
@@ -91,6 +94,41 @@ TEST_CASE("a resumed run continues exactly where an uninterrupted one would be",
     CHECK(a.tensors[i].first == b.tensors[i].first);
     CHECK(a.tensors[i].second.to_vector() == b.tensors[i].second.to_vector());
   }
+}
+
+TEST_CASE("a noam run takes its lr per step and resumes the schedule exactly", "[cli]") {
+  TempDir dir("cli_noam");
+  const std::string flags = fmt::format(
+      "{} --schedule noam --warmup 5 --adam-beta2 0.98 --adam-eps 1e-9 --log-every 1", kTiny);
+  REQUIRE(
+      run_tapestry(fmt::format("train {} --epochs 3 --out '{}'", flags, dir / "straight")).status ==
+      0);
+  REQUIRE(
+      run_tapestry(fmt::format("train {} --epochs 2 --out '{}'", flags, dir / "split")).status ==
+      0);
+  // The schedule's flags come back from the run's command.json.
+  CommandResult r = run_tapestry(fmt::format("train --resume '{}' --epochs 3", dir / "split"));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  nn::SafetensorsFile a = nn::load_safetensors(dir / "straight/last.safetensors");
+  nn::SafetensorsFile b = nn::load_safetensors(dir / "split/last.safetensors");
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    INFO(a.tensors[i].first);
+    CHECK(a.tensors[i].second.to_vector() == b.tensors[i].second.to_vector());
+  }
+  // Every step line holds the lr its update took: 1e-3 min(s / 5, sqrt(5 / s)).
+  std::istringstream log(read(dir / "split/metrics.jsonl"));
+  int64_t steps = 0;
+  for (std::string line; std::getline(log, line);) {
+    const auto m = nlohmann::json::parse(line);
+    if (m.value("kind", "") != "step") continue;
+    const auto s = m["step"].get<double>();
+    INFO("step " << s);
+    CHECK(m["lr"].get<double>() == Approx(1e-3 * std::min(s / 5, std::sqrt(5 / s))).epsilon(1e-15));
+    CHECK(s == static_cast<double>(++steps));
+  }
+  CHECK(steps > 30);  // three epochs of 13 steps, the schedule's peak at step 5
 }
 
 TEST_CASE("bad flags exit with status 2 and say what is valid", "[cli]") {

@@ -1,8 +1,10 @@
 // Optimizers, gradient clipping and lr schedules: hand-computed steps, small trainings, state.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "tapestry/core/memory.h"
 #include "tapestry/core/random.h"
@@ -516,4 +518,81 @@ TEST_CASE("ReduceLROnPlateau reduces after patience bad epochs and stops at min_
   REQUIRE_THROWS_WITH(ReduceLROnPlateau(opt, 0.1, -1), Contains("patience") && Contains("-1"));
   REQUIRE_THROWS_WITH(ReduceLROnPlateau(opt, 0.1, 10, 1e-4, -1.0),
                       Contains("min_lr") && Contains("-1"));
+}
+
+TEST_CASE("InverseSqrtLR warms up linearly to the peak, then decays as 1/sqrt(step)",
+          "[optim][schedule]") {
+  Parameter p(vec({1.0}));
+  SGD opt({&p}, 1e-3);
+  const int64_t warmup = 4000;
+  InverseSqrtLR sched(opt, warmup);
+  REQUIRE(sched.peak() == 1e-3);
+  // lrs[s - 1]: the lr update s was taken with.
+  std::vector<double> lrs;
+  for (int64_t s = 1; s <= 4 * warmup; ++s) {
+    sched.step();
+    lrs.push_back(opt.lr());
+    opt.step();
+  }
+  REQUIRE(opt.steps() == 4 * warmup);
+  const auto lr = [&](int64_t s) { return lrs[static_cast<size_t>(s - 1)]; };
+  CHECK(lr(1) == Approx(1e-3 / 4000).epsilon(1e-15));
+  CHECK(lr(warmup / 2) == Approx(0.5e-3).epsilon(1e-15));
+  CHECK(lr(warmup) == 1e-3);  // exactly the peak
+  CHECK(lr(4 * warmup) == Approx(0.5e-3).epsilon(1e-15));
+  // Vaswani et al.'s d^-0.5 min(s^-0.5, s warmup^-1.5) for d = 512 is this schedule with
+  // peak = d^-0.5 warmup^-0.5.
+  Parameter q(vec({1.0}));
+  SGD opt_d({&q}, 1 / std::sqrt(512.0 * warmup));
+  InverseSqrtLR vaswani(opt_d, warmup);
+  for (int64_t s : {1, 17, 999, 3999, 4000, 4001, 12345, 16000}) {
+    const auto x = static_cast<double>(s), w = static_cast<double>(warmup);
+    INFO("update " << s);
+    CHECK(vaswani.lr_at(s) ==
+          Approx(std::pow(512.0, -0.5) * std::min(std::pow(x, -0.5), x * std::pow(w, -1.5)))
+              .epsilon(1e-14));
+    CHECK(vaswani.lr_at(s) == Approx(lr(s) / (std::sqrt(512.0 * w) * 1e-3)).epsilon(1e-14));
+  }
+  // Strictly up to the peak, strictly down after it.
+  for (int64_t s = 2; s <= warmup; ++s) REQUIRE(lr(s) > lr(s - 1));
+  for (int64_t s = warmup + 1; s <= 4 * warmup; ++s) REQUIRE(lr(s) < lr(s - 1));
+  REQUIRE_THROWS_AS(InverseSqrtLR(opt, 0), ValueError);
+  REQUIRE_THROWS_WITH(InverseSqrtLR(opt, -5),
+                      Contains("InverseSqrtLR") && Contains("warmup") && Contains("-5"));
+}
+
+TEST_CASE("InverseSqrtLR counts the optimizer's steps, so a resumed run continues the schedule",
+          "[optim][schedule]") {
+  Parameter a(vec({1.0, -1.0}));
+  Adam original({&a}, 0.01);
+  InverseSqrtLR sched(original, 10);
+  for (int i = 0; i < 7; ++i) {
+    set_grad(a, {0.5, -0.25});
+    sched.step();
+    original.step();
+  }
+  // A skipped update (no optimizer step) leaves the next update's lr as it was.
+  sched.step();
+  sched.step();
+  REQUIRE(original.lr() == Approx(0.01 * 8 / 10).epsilon(1e-15));
+  OptimizerState saved;
+  for (const auto& [name, t] : original.state()) saved.emplace_back(name, t.clone());
+
+  // Built at the peak, as the run's flags say, then given the checkpoint's state.
+  Parameter b(a.value.clone());
+  Adam resumed({&b}, 0.01);
+  InverseSqrtLR resumed_sched(resumed, 10);
+  resumed.load_state(saved);
+  for (int i = 0; i < 6; ++i) {
+    set_grad(a, {0.5, -0.25});
+    set_grad(b, {0.5, -0.25});
+    sched.step();
+    resumed_sched.step();
+    REQUIRE(resumed.lr() == original.lr());
+    original.step();
+    resumed.step();
+  }
+  REQUIRE(resumed.steps() == 13);
+  REQUIRE(resumed.lr() == Approx(0.01 * std::sqrt(10.0 / 13)).epsilon(1e-15));
+  REQUIRE(b.value.to_vector() == a.value.to_vector());
 }

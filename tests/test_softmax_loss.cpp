@@ -1,9 +1,12 @@
 // Softmax, log_softmax and cross_entropy: values against hand computation, masks, errors.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tapestry/core/random.h"
@@ -317,6 +320,158 @@ TEST_CASE("cross_entropy errors name the op, the shapes, the row and the target"
   const std::vector<int32_t> negative = {0, 1, -1, 2};
   REQUIRE_THROWS_AS(ops::cross_entropy(z, negative), IndexError);
   REQUIRE_NOTHROW(ops::cross_entropy(z, negative, -1));
+}
+
+TEST_CASE("cross_entropy with label smoothing, by hand", "[loss]") {
+  // Per row (1 - eps)(lse - z_t) + eps mean_j(lse - z_j) = (lse - z_t) + eps (z_t - mean_j z_j).
+  // Row 0: logits [0,0,0], target 1: every term is log(3)                 = 1.0986122886681098
+  // Row 1: logits [1,2,3], target 2: 0.40760596444438013 + 0.1 (3 - 2)    = 0.50760596444438013
+  // Row 2: target 0 = ignore_index: left out.
+  // Loss = (1.0986122886681098 + 0.50760596444438013) / 2                = 0.803109126556245
+  Tensor z = Tensor::from({0, 0, 0, 1, 2, 3, 5, 0, -5}, {3, 3}, DType::f64);
+  const std::vector<int32_t> t = {1, 2, 0};
+  Tape tape;
+  Var zv = tape.leaf(z);
+  Var loss = ops::cross_entropy(zv, t, 0, 0.1);
+  REQUIRE(loss.value().item() == Approx(0.803109126556245).epsilon(1e-14));
+  // dz = (p - 0.9 onehot - 0.1 / 3) / 2. Row 0: p = 1/3 each, so (0.3, 0.3 - 0.9, 0.3) / 2.
+  tape.backward(loss);
+  const Tensor dz = tape.grad(zv);
+  const double p1[] = {0.09003057317038046, 0.24472847105479764, 0.6652409557748218};
+  const double u = 0.1 / 3;
+  const double row0[] = {0.15, -0.3, 0.15};
+  const double row1[] = {(p1[0] - u) / 2, (p1[1] - u) / 2, (p1[2] - 0.9 - u) / 2};
+  for (int j = 0; j < 3; ++j) {
+    INFO("class " << j);
+    CHECK(dz.at(j) == Approx(row0[j]).margin(1e-15).epsilon(0));
+    CHECK(dz.at(3 + j) == Approx(row1[j]).margin(1e-15).epsilon(0));
+    CHECK(dz.at(6 + j) == 0.0);  // the ignored row
+  }
+  // float32 agrees to single precision.
+  REQUIRE(ops::cross_entropy(z.to(DType::f32), t, 0, 0.1).value().item() ==
+          Approx(0.803109126556245).epsilon(1e-6));
+}
+
+TEST_CASE("cross_entropy backward with label smoothing is (p - (1-eps) onehot - eps/V) / count",
+          "[loss]") {
+  Rng rng(5);
+  const int64_t n = 6, v = 37;  // 37: full lanes and a tail in every row loop
+  Tensor z = rng.uniform_tensor({n, v}, -4, 4, DType::f64);
+  const std::vector<int32_t> t = {3, -100, 36, 0, 17, -100};  // count 4
+  const double eps = 0.25;
+  Tape tape;
+  Var zv = tape.leaf(z);
+  Var loss = ops::cross_entropy(zv, t, -100, eps);
+  tape.backward(loss);
+  const Tensor dz = tape.grad(zv);
+  const Tensor p = ops::softmax(z).value();
+  double want_loss = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double lse = 0, mean = 0;
+    for (int64_t j = 0; j < v; ++j) {
+      lse += std::exp(z.at(i * v + j));
+      mean += z.at(i * v + j) / v;
+    }
+    lse = std::log(lse);
+    if (t[i] != -100) want_loss += (1 - eps) * (lse - z.at(i * v + t[i])) + eps * (lse - mean);
+    for (int64_t j = 0; j < v; ++j) {
+      const double want =
+          t[i] == -100 ? 0.0 : (p.at(i * v + j) - (j == t[i] ? 1 - eps : 0.0) - eps / v) / 4;
+      INFO("row " << i << ", class " << j);
+      REQUIRE(dz.at(i * v + j) == Approx(want).margin(1e-15).epsilon(0));
+    }
+  }
+  CHECK(loss.value().item() == Approx(want_loss / 4).epsilon(1e-13));
+}
+
+namespace {
+// The unsmoothed loss and gradient written out (lse in two parts, expm1 for the target's p - 1).
+// label_smoothing = 0 must give these bits, not merely close values: a model trained without
+// smoothing trains exactly as before.
+template <class T>
+std::pair<double, std::vector<double>> plain_cross_entropy(const Tensor& z,
+                                                           const std::vector<int32_t>& t,
+                                                           int32_t ignore_index) {
+  const int64_t n = z.dim(0), v = z.dim(1);
+  const T* pz = z.data<T>();
+  double total = 0;
+  int64_t count = 0;
+  std::vector<T> m(static_cast<size_t>(n)), r(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if (t[i] == ignore_index) continue;
+    m[i] = ops::detail::max_value(pz + i * v, v);
+    r[i] = std::log1p(ops::detail::softmax_rest(pz + i * v, v, m[i]));
+    total += static_cast<double>(r[i] + (m[i] - pz[i * v + t[i]]));
+    ++count;
+  }
+  const auto loss = static_cast<T>(total / static_cast<double>(count));
+  std::vector<double> grad(static_cast<size_t>(n * v), 0.0);
+  const auto g = static_cast<T>(T(1) / static_cast<double>(count));
+  for (int64_t i = 0; i < n; ++i) {
+    if (t[i] == ignore_index) continue;
+    for (int64_t j = 0; j < v; ++j) {
+      const T x = (pz[i * v + j] - m[i]) - r[i];
+      grad[i * v + j] = g * (j == t[i] ? std::expm1(x) : ops::detail::exp(x));
+    }
+  }
+  return {loss, grad};
+}
+}  // namespace
+
+TEST_CASE("cross_entropy with label_smoothing 0 gives the unsmoothed bits", "[loss]") {
+  // Rows of 40 classes (lanes and a tail), a confident row, a masked class (-inf, where a
+  // smoothing term 0 * inf would be NaN), padding rows.
+  Rng rng(9);
+  for (DType dtype : {DType::f64, DType::f32}) {
+    const int64_t n = 5, v = 40;
+    std::vector<double> values = rng.uniform_tensor({n, v}, -6, 6, DType::f64).to_vector();
+    values[2 * v + 7] = 30;
+    values[3 * v + 11] = -std::numeric_limits<double>::infinity();
+    const Tensor z = Tensor::from(values, {n, v}, dtype);
+    const std::vector<int32_t> t = {5, 0, 7, 39, 0};  // ignore_index 0: rows 1 and 4
+    Tape tape;
+    Var zv = tape.leaf(z);
+    Var loss = ops::cross_entropy(zv, t, 0, 0.0);
+    tape.backward(loss);
+    const auto want = dtype == DType::f64 ? plain_cross_entropy<double>(z, t, 0)
+                                          : plain_cross_entropy<float>(z, t, 0);
+    INFO(dtype_name(dtype));
+    CHECK(loss.value().item() == want.first);
+    CHECK(tape.grad(zv).to_vector() == want.second);
+    CHECK(all_finite(tape.grad(zv)));
+  }
+}
+
+TEST_CASE("cross_entropy with label smoothing keeps the digits of a confident row", "[loss]") {
+  // logits [30, 0, 0], target 0, V = 3, eps = 1e-12: dz_0 = (p_0 - 1) + eps (1 - 1/3), where
+  // p_0 - 1 = -2e^-30 / (1 + 2e^-30) (-1.87e-13) is of the size of eps's term: exp(.) - 1 would
+  // leave it 3 digits and the sum fewer. The loss is L + eps (z_0 - mean z) = L + 20 eps.
+  const double eps = 1e-12, e = std::exp(-30.0);
+  Tape tape;
+  Var z = tape.leaf(Tensor::from({30, 0, 0}, {1, 3}, DType::f64));
+  Var loss = ops::cross_entropy(z, std::vector<int32_t>{0}, -100, eps);
+  CHECK(loss.value().item() == Approx(std::log1p(2 * e) + 20 * eps).epsilon(1e-14));
+  tape.backward(loss);
+  const Tensor dz = tape.grad(z);
+  CHECK(dz.at(0) == Approx(-2 * e / (1 + 2 * e) + eps * 2 / 3).epsilon(1e-14));
+  CHECK(dz.at(1) == Approx(e / (1 + 2 * e) - eps / 3).epsilon(1e-14));
+  CHECK(dz.at(2) == Approx(e / (1 + 2 * e) - eps / 3).epsilon(1e-14));
+}
+
+TEST_CASE("cross_entropy refuses label smoothing outside [0, 1)", "[loss]") {
+  Tensor z = Tensor::zeros({4, 3}, DType::f64);
+  const std::vector<int32_t> t = {0, 1, 2, 1};
+  for (double eps : {-0.1, 1.0, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    INFO("label_smoothing " << eps);
+    REQUIRE_THROWS_AS(ops::cross_entropy(z, t, -100, eps), ValueError);
+    REQUIRE_THAT(message_of([&] { ops::cross_entropy(z, t, -100, eps); }),
+                 Contains("cross_entropy") && Contains("logits (4,3)") && Contains("targets (4)") &&
+                     Contains(fmt::format("label_smoothing = {}", eps)) &&
+                     Contains("outside [0, 1)"));
+  }
+  // Up to 1 is allowed: with eps near 1 every class's share is about 1/V.
+  REQUIRE_NOTHROW(ops::cross_entropy(z, t, -100, 0.999));
+  REQUIRE(ops::cross_entropy(z, t, -100, 0.999).value().item() == Approx(std::log(3.0)));
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // PyTorch parity: our recurrent layers' weights, loaded into torch.nn.RNN/GRU/LSTM, give the same
-// outputs on the same padded batch. Skipped (with a warning) where python3 has no torch.
+// outputs on the same padded batch, and cross_entropy (ignored rows, label smoothing) gives
+// F.cross_entropy's loss and gradient. Skipped (with a warning) where python3 has no torch.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tapestry/nn/rnn.h"
+#include "tapestry/ops/loss.h"
 
 using namespace tapestry;
 using namespace tapestry::nn;
@@ -48,6 +50,19 @@ out, h = m(packed)
 y, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
 h_n = h[0] if isinstance(h, tuple) else h
 print(json.dumps({"y": y.flatten().tolist(), "h_n": h_n.flatten().tolist()}))
+)PY";
+
+const char* kLossScript = R"PY(
+import json, sys, torch
+out = []
+for c in json.load(open(sys.argv[1])):
+    z = torch.tensor(c["z"], dtype=torch.float64).reshape(c["shape"]).requires_grad_()
+    t = torch.tensor(c["targets"], dtype=torch.int64)
+    loss = torch.nn.functional.cross_entropy(z, t, ignore_index=c["ignore_index"],
+                                             label_smoothing=c["eps"], reduction="mean")
+    loss.backward()
+    out.append({"loss": loss.item(), "grad": z.grad.flatten().tolist()})
+print(json.dumps(out))
 )PY";
 
 }  // namespace
@@ -97,6 +112,59 @@ TEST_CASE("recurrent layers match PyTorch given the same weights", "[nn][torch]"
         REQUIRE(ours.y.value().at(i) == Approx(y[i]).margin(1e-12));
       for (size_t i = 0; i < h_n.size(); ++i)
         REQUIRE(ours.h_n.value().at(i) == Approx(h_n[i]).margin(1e-12));
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cross_entropy with label smoothing matches F.cross_entropy", "[loss][torch]") {
+  if (!torch_available()) {
+    WARN("python3 with torch not found: cross_entropy's PyTorch parity not checked");
+    return;
+  }
+  fs::path dir = fs::temp_directory_path() / ("tapestry_ce_parity_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "ce.py") << kLossScript;
+  struct Case {
+    int64_t n, v;
+    std::vector<int32_t> targets;
+    int32_t ignore_index;
+    double eps;
+  };
+  // Rows of 37 classes run the vectorised lanes and a tail; logits up to 8 give confident rows.
+  const std::vector<Case> cases = {{5, 7, {2, -100, 6, 0, 3}, -100, 0.1},
+                                   {4, 37, {0, 36, 5, 0}, 0, 0.3},
+                                   {3, 6, {1, 5, 0}, -100, 0.0},
+                                   {2, 4, {3, 3}, -100, 0.9}};
+  Rng rng(23);
+  nlohmann::json spec = nlohmann::json::array();
+  std::vector<Tensor> logits;
+  for (const Case& c : cases) {
+    logits.push_back(rng.uniform_tensor({c.n, c.v}, -8, 8, DType::f64));
+    spec.push_back({{"z", logits.back().to_vector()},
+                    {"shape", {c.n, c.v}},
+                    {"targets", c.targets},
+                    {"ignore_index", c.ignore_index},
+                    {"eps", c.eps}});
+  }
+  std::ofstream(dir / "cases.json") << spec.dump();
+  auto got = nlohmann::json::parse(
+      run("/usr/bin/python3 " + (dir / "ce.py").string() + " " + (dir / "cases.json").string()));
+  REQUIRE(got.size() == cases.size());
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    INFO("case " << k << ": (" << c.n << "," << c.v << "), label_smoothing " << c.eps);
+    Tape tape;
+    Var z = tape.leaf(logits[k]);
+    Var loss = ops::cross_entropy(z, c.targets, c.ignore_index, c.eps);
+    tape.backward(loss);
+    CHECK(loss.value().item() == Approx(got[k]["loss"].get<double>()).epsilon(1e-12));
+    const auto want = got[k]["grad"].get<std::vector<double>>();
+    const std::vector<double> grad = tape.grad(z).to_vector();
+    REQUIRE(grad.size() == want.size());
+    for (size_t i = 0; i < grad.size(); ++i) {
+      INFO("element " << i);
+      CHECK(grad[i] == Approx(want[i]).margin(1e-15).epsilon(1e-12));
     }
   }
   fs::remove_all(dir);

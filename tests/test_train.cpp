@@ -2,8 +2,12 @@
 // reproducible from their seeds, and bad training options are refused.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <numeric>
+#include <utility>
+#include <vector>
 
 #include "tapestry/core/parallel.h"
 #include "tapestry/models/evaluate.h"
@@ -95,10 +99,74 @@ TEST_CASE("bad training options are refused, naming the option", "[train]") {
   refuse(o, "teacher forcing must be in [0, 1]");
   o = {};
   o.schedule = "cosine";
-  refuse(o, "unknown schedule 'cosine' (valid: none, step, plateau)");
+  refuse(o, "unknown schedule 'cosine' (valid: none, step, plateau, noam)");
   o = {};
   o.batch_size = 0;
   refuse(o, "batch size must be at least 1");
+  o = {};
+  o.warmup = 0;
+  refuse(o, "warmup must be at least 1 update, got 0");
+  o = {};
+  o.adam_beta2 = 1;
+  refuse(o, "adam beta2 must be in [0, 1), got 1");
+  o = {};
+  o.adam_eps = 0;
+  refuse(o, "adam eps must be positive, got 0");
+  o = {};
+  o.label_smoothing = 1;
+  refuse(o, "label smoothing must be in [0, 1), got 1");
+}
+
+TEST_CASE("the noam schedule sets the lr before every update, from the first", "[train]") {
+  auto pairs = reversal(40, 5);
+  Seq2Seq model(reversal_config());
+  TrainOptions o;
+  o.batch_size = 8;
+  o.lr = 2e-3;
+  o.schedule = "noam";
+  o.warmup = 4;
+  Trainer trainer(model, o);
+  // (update, the lr it took), as on_step sees them after each update.
+  std::vector<std::pair<int64_t, double>> seen;
+  auto record = [&](const StepProgress&) {
+    seen.emplace_back(trainer.steps(), trainer.optimizer().lr());
+    return true;
+  };
+  trainer.epoch(pairs, 0, record);
+  const double last = trainer.optimizer().lr();
+  trainer.end_epoch(1.0);  // advances the per-epoch schedules only
+  CHECK(trainer.optimizer().lr() == last);
+  trainer.epoch(pairs, 1, record);
+  REQUIRE(seen.size() >= 10);
+  REQUIRE(seen.front() == std::make_pair(int64_t{1}, 0.5e-3));  // 2e-3 / warmup
+  for (size_t i = 0; i < seen.size(); ++i) {
+    const auto [s, lr] = seen[i];
+    INFO("update " << s);
+    CHECK(s == static_cast<int64_t>(i) + 1);
+    const auto x = static_cast<double>(s);
+    CHECK(lr == Approx(2e-3 * std::min(x / 4, std::sqrt(4 / x))).epsilon(1e-15));
+  }
+  CHECK(seen[3].second == 2e-3);  // the peak, at update 4
+}
+
+TEST_CASE("adam_beta2 and adam_eps reach the optimizer", "[train]") {
+  auto pairs = reversal(16, 6);
+  std::vector<int64_t> rows(16);
+  std::iota(rows.begin(), rows.end(), 0);
+  const Batch batch = make_batch(pairs, rows);
+  auto run = [&](double beta2, double eps) {
+    Seq2Seq model(reversal_config(), DType::f64);
+    TrainOptions o;
+    o.adam_beta2 = beta2;
+    o.adam_eps = eps;
+    Trainer trainer(model, o);
+    for (int i = 0; i < 2; ++i) trainer.step(batch);
+    return model.parameters()[0]->value.to_vector();
+  };
+  const auto base = run(0.999, 1e-8);
+  CHECK(run(0.999, 1e-8) == base);
+  CHECK(run(0.98, 1e-8) != base);
+  CHECK(run(0.999, 1e-3) != base);
 }
 
 TEST_CASE("a batch cut into shards gives the whole batch's loss and gradient", "[train]") {

@@ -202,10 +202,16 @@ void TrainSettings::declare(Flags& f) {
   f.add("optimizer", &optimizer, "optimizer", {"adam", "adamw", "sgd"});
   f.add("lr", &lr, "learning rate", 1e-12, 100);
   f.add("weight-decay", &weight_decay, "L2 (adam, sgd) or decoupled (adamw) weight decay", 0, 10);
-  f.add("schedule", &schedule, "learning-rate schedule", {"none", "step", "plateau"});
+  f.add("adam-beta2", &adam_beta2, "adam, adamw: beta2 (a Transformer's: 0.98)", 0, 0.999999);
+  f.add("adam-eps", &adam_eps, "adam, adamw: epsilon (a Transformer's: 1e-9)", 1e-15, 1);
+  f.add("schedule", &schedule, "learning-rate schedule (noam: per step, warm-up then 1/sqrt)",
+        {"none", "step", "plateau", "noam"});
   f.add("step-size", &step_size, "step schedule: epochs between decays", 1, 100000);
   f.add("gamma", &gamma, "step and plateau schedules: decay factor", 1e-6, 0.999999);
   f.add("patience", &patience, "plateau schedule: epochs without improvement", 0, 1000);
+  f.add("warmup", &warmup, "noam schedule: steps of linear warm-up", 1, 10000000);
+  f.add("label-smoothing", &label_smoothing,
+        "share of the target probability spread evenly over the vocabulary", 0, 0.99);
   f.add("clip", &clip, "clip the global gradient norm to this (0: off)", 0, 1e9);
   f.add("teacher-forcing", &teacher_forcing, "probability of feeding the gold previous token", 0,
         1);
@@ -421,6 +427,10 @@ models::TrainOptions train_options(const TrainSettings& s) {
   o.step_size = static_cast<int>(s.step_size);
   o.gamma = s.gamma;
   o.patience = static_cast<int>(s.patience);
+  o.warmup = s.warmup;
+  o.adam_beta2 = s.adam_beta2;
+  o.adam_eps = s.adam_eps;
+  o.label_smoothing = s.label_smoothing;
   o.seed = static_cast<uint64_t>(s.seed);
   o.detect_anomaly = s.detect_anomaly;
   return o;

@@ -33,9 +33,10 @@ struct TrainSettings {
   std::string norm = "post", activation = "relu", positions = "sinusoidal";
   bool share_embeddings = false;
   // training
-  int64_t epochs = 10, batch_size = 64, step_size = 5, patience = 1;
+  int64_t epochs = 10, batch_size = 64, step_size = 5, patience = 1, warmup = 4000;
   std::string optimizer = "adam", schedule = "none";
   double lr = 1e-3, weight_decay = 0, clip = 1.0, teacher_forcing = 1.0, gamma = 0.5;
+  double adam_beta2 = 0.999, adam_eps = 1e-8, label_smoothing = 0;
   int64_t seed = 1, threads = 0, valid_decode = 1000, test_beam = 5;
   double time_limit = 0;  // minutes
   bool detect_anomaly = false;
