@@ -104,7 +104,7 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing, Rng* r
     }
     Region region(tape, "loss");
     return ops::cross_entropy(ops::reshape(z, Shape{b * steps, config_.tgt_vocab}), batch.tgt_out,
-                              Vocab::kPad);
+                              Vocab::kPad, label_smoothing);
   }
   // With full teacher forcing, one output product over every real target position at once:
   // (B,T,F) -> the N real rows (N,F) -> (N,V); padded positions are never projected.
@@ -123,7 +123,7 @@ Var Seq2Seq::loss(Tape& tape, const Batch& batch, double teacher_forcing, Rng* r
     z = dec.logits(tape, ops::gather(f, rows), rng);
   }
   Region region(tape, "loss");
-  return ops::cross_entropy(z, targets, Vocab::kPad);
+  return ops::cross_entropy(z, targets, Vocab::kPad, label_smoothing);
 }
 
 }  // namespace tapestry::models

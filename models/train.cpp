@@ -75,7 +75,7 @@ double Trainer::shard_step(int k, const Batch& part, double scale, uint64_t seed
     if (!tape.redirecting()) tape.redirect_grads(sinks_[static_cast<size_t>(k)]);
   }
   Rng rng(seed);
-  Var loss = model_.loss(tape, part, options_.teacher_forcing, &rng);
+  Var loss = model_.loss(tape, part, options_.teacher_forcing, &rng, options_.label_smoothing);
   tape.backward(loss, Tensor::full({}, scale, loss.dtype()));
   const double value = loss.value().item() * scale;
   tape.clear();

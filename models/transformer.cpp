@@ -129,7 +129,6 @@ Var TransformerModel::logits(Tape& tape, const Var& features) {
 }
 
 Var TransformerModel::loss(Tape& tape, const Batch& batch, Rng& rng, double label_smoothing) {
-  (void)label_smoothing;
   const int64_t b = batch.size, t = batch.tgt_len;
   const Memory memory = encode(tape, batch, rng);
   const Var h = decode(tape, memory, batch, rng);  // (B,T,d)
@@ -149,7 +148,7 @@ Var TransformerModel::loss(Tape& tape, const Batch& batch, Rng& rng, double labe
     z = logits(tape, ops::gather(ops::reshape(h, Shape{b * t, config_.d_model}), rows));
   }
   Region region(tape, "loss");
-  return ops::cross_entropy(z, targets, Vocab::kPad);
+  return ops::cross_entropy(z, targets, Vocab::kPad, label_smoothing);
 }
 
 // ---------------------------------------------------------------------------------------------
