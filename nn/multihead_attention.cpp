@@ -262,6 +262,8 @@ MultiheadAttention::Output MultiheadAttention::step(Tape& tape, const Var& x, KV
     const T* vc = cache.v.data<T>();
     T* pc = ctx.data<T>();
     T* pw = weights.data<T>();
+    const T* pv = cache.valid.defined() ? cache.valid.template data<T>() : nullptr;
+    const int64_t vcols = pv ? cache.valid.dim(1) : 0;
     for (int64_t r = 0; r < b; ++r)
       for (int64_t h = 0; h < heads_; ++h) {
         const T* qh = pq + r * d_ + h * dk_;
@@ -270,7 +272,7 @@ MultiheadAttention::Output MultiheadAttention::step(Tape& tape, const Var& x, KV
         T* a = pw + (r * heads_ + h) * len;
         T m = -std::numeric_limits<T>::infinity();
         for (int64_t j = 0; j < len; ++j) {
-          if (cache.valid.defined() && cache.valid.at(r * cache.valid.dim(1) + j) == 0) continue;
+          if (pv && pv[r * vcols + j] == T(0)) continue;
           T e = 0;
           for (int64_t i = 0; i < dk_; ++i) e += (qh[i] * scale) * kh[j * dk_ + i];
           a[j] = e;
@@ -278,7 +280,7 @@ MultiheadAttention::Output MultiheadAttention::step(Tape& tape, const Var& x, KV
         }
         T sum = 0;
         for (int64_t j = 0; j < len; ++j) {
-          const bool real = !cache.valid.defined() || cache.valid.at(r * cache.valid.dim(1) + j);
+          const bool real = !pv || pv[r * vcols + j] != T(0);
           a[j] = real ? std::exp(a[j] - m) : T(0);
           sum += a[j];
         }
