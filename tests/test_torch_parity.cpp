@@ -4,36 +4,20 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "tapestry/nn/rnn.h"
 #include "tapestry/ops/loss.h"
+#include "torch_run.h"
 
 using namespace tapestry;
 using namespace tapestry::nn;
+using namespace tapestry::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
-
-bool torch_available() {
-  return fs::exists("/usr/bin/python3") &&
-         run("/usr/bin/python3 -c 'import torch; print(\"yes\")' 2>/dev/null").find("yes") !=
-             std::string::npos;
-}
 
 const char* kScript = R"PY(
 import json, sys, torch
