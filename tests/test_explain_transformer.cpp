@@ -253,3 +253,21 @@ TEST_CASE("explain: a saved float32 transformer is explained in float64, and --a
   Run dot = explain("--arch transformer --format dot");
   CHECK(dot.status == 2);
 }
+
+TEST_CASE("explain --arch transformer --format html: a page that loads without console errors",
+          "[explain][explain_transformer]") {
+  TempDir dir;
+  const std::string out = dir.file("explain.html");
+  Run r = explain(fmt::format("--arch transformer --step all --format html --out '{}'", out));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const std::string page = slurp(out);
+  CHECK(page.find("<section class=\"step\"") != std::string::npos);
+  CHECK(page.find("Decoder layer 2: cross-attention over the source") != std::string::npos);
+  tapestry::testing::check_self_contained(page);
+  if (tapestry::testing::have_chromium()) {
+    const auto b = tapestry::testing::load_in_chromium(out);
+    CHECK(b.console.empty());
+    CHECK(b.dom.find("data-current=\"0\"") != std::string::npos);
+  }
+}

@@ -190,7 +190,7 @@ let current = 0;
 function show(i) {
   current = Math.max(0, Math.min(sections.length - 1, i));
   sections.forEach((s, k) => { s.hidden = k !== current; });
-  label.innerHTML = sections[current].dataset.label + "  (" + (current + 1) + " of " + sections.length + ")";
+  label.textContent = sections[current].dataset.label + "  (" + (current + 1) + " of " + sections.length + ")";
   prev.disabled = current === 0;
   next.disabled = current === sections.length - 1;
   document.body.dataset.current = sections[current].dataset.step;
