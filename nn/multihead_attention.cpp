@@ -145,6 +145,7 @@ MultiheadAttention::Output MultiheadAttention::attend(Tape& tape, const Var& q, 
   const Var a =
       ops::dropout(ops::reshape(out.weights, {b * heads_, t, s}), dropout_, rng, training());
   const Var ctx = ops::matmul(a, v);  // (B*h,T,dk)
+  out.parts = {q, k, v, scores, ctx};
   const Var merged =
       ops::reshape(ops::permute(ops::reshape(ctx, {b, heads_, t, dk_}), {0, 2, 1, 3}), {b, t, d_});
   out.y = out_proj_.forward(tape, merged);

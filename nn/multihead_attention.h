@@ -41,9 +41,18 @@ class MultiheadAttention : public Module {
   MultiheadAttention(int64_t d, int64_t heads, double dropout, Rng& rng, DType dtype = DType::f32,
                      bool packed = true);
 
+  // The inner values of forward() and self_attention(), each head a block of the first dimension
+  // (row r's head i at r*h + i): what `tapestry explain` reads values and gradients from (a tape
+  // that keeps gradients gives dL/dx for each through tape.grad). Left undefined by step().
+  struct Parts {
+    Var q, k, v;  // (B*h,T,dk), (B*h,S,dk), (B*h,S,dk): projected and split into heads
+    Var scores;   // (B*h,T,S): q k^T / sqrt(dk), before the mask
+    Var context;  // (B*h,T,dk): the weights (after dropout) times v, before the heads merge
+  };
   struct Output {
     Var y;        // (B,T,d)
     Var weights;  // (B,h,T,S): each head's weights (before dropout), 0 at masked keys
+    Parts parts;
   };
   // y = concat_h(softmax(q_h k_h^T / sqrt(dk) | mask) v_h) W_o^T + b_o, with q = query W_q^T + b_q,
   // k = key W_k^T + b_k, v = value W_v^T + b_v.

@@ -115,13 +115,19 @@ Var TransformerDecoderLayer::forward(Tape& tape, const Var& x, const Var& memory
   const bool train = training();
   auto sa = [&](const Var& in) {
     MultiheadAttention::Output o = self_attn_.self_attention(tape, in, tgt_valid, true, rng);
-    if (weights) weights->self = o.weights;
+    if (weights) {
+      weights->self = o.weights;
+      weights->self_parts = o.parts;
+    }
     return ops::dropout(o.y, c_.dropout, rng, train);
   };
   auto ca = [&](const Var& in) {
     MultiheadAttention::Output o =
         cross_attn_.forward(tape, in, memory, memory, mem_valid, false, rng);
-    if (weights) weights->cross = o.weights;
+    if (weights) {
+      weights->cross = o.weights;
+      weights->cross_parts = o.parts;
+    }
     return ops::dropout(o.y, c_.dropout, rng, train);
   };
   if (c_.norm == NormPlace::pre) {

@@ -59,6 +59,8 @@ class TransformerDecoderLayer : public Module {
   TransformerDecoderLayer(const TransformerLayerConfig& c, Rng& rng, DType dtype = DType::f32);
   struct Weights {
     Var self, cross;  // (B,h,T,T) and (B,h,T,S)
+    // forward() only: both attentions' q, k, v, scores and context (tapestry explain)
+    MultiheadAttention::Parts self_parts, cross_parts;
   };
   // x (B,T,d), memory (B,S,d), tgt_valid (B,T), mem_valid (B,S) -> (B,T,d); the self-attention is
   // causal (position t sees positions <= t).

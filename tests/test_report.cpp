@@ -632,3 +632,38 @@ TEST_CASE("report: the loss of single steps, and the probe sentence at every epo
   CHECK(count(page, "aria-label=\"attention weights\"") == 6 + 2);
   CHECK(count(page, "class=\"truth\"") > 0);
 }
+
+TEST_CASE("report: a Transformer run draws every head of every layer, and loads in Chromium",
+          "[report]") {
+  const fs::path dir = scratch() / "run-transformer";
+  const Result t = tapestry_run(
+      fmt::format("train --task reverse --min-len 3 --max-len 6 --train-size 500 --valid-size 50 "
+                  "--test-size 50 --epochs 2 --arch transformer --d-model 16 --heads 2 --ffn 32 "
+                  "--enc-layers 2 --dec-layers 2 --dropout 0 --quiet --out '{}'",
+                  dir.string()));
+  INFO(t.err);
+  REQUIRE(t.status == 0);
+  const Result r = tapestry_run(fmt::format("report --model '{}'", dir.string()));
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const fs::path page_path = dir / "report.html";
+  const std::string page = slurp(page_path);
+  CHECK_THAT(page, Contains("<h2>Every head of the Transformer</h2>"));
+  for (int l = 1; l <= 2; ++l) {
+    CHECK_THAT(page, Contains(fmt::format("<h3>Decoder layer {}: cross-attention", l)));
+    CHECK_THAT(page, Contains(fmt::format("<h3>Encoder layer {}: self-attention</h3>", l)));
+  }
+  // Six samples and two probes as for an RNN, then per decoder layer 2 heads and their mean, per
+  // encoder layer 2 heads.
+  CHECK(count(page, "<figcaption>mean of the heads</figcaption>") == 2);
+  CHECK(count(page, "aria-label=\"attention weights\"") == 6 + 2 + 2 * 3 + 2 * 2);
+  for (const char* tag : {"html", "body", "main", "svg", "div", "figure", "g"}) {
+    INFO("tag " << tag);
+    CHECK(balanced(page, tag));
+  }
+  if (tapestry::testing::have_chromium()) {
+    const auto b = tapestry::testing::load_in_chromium(page_path.string());
+    CHECK(b.console.empty());
+    CHECK(count(b.dom, "<svg") == count(page, "<svg"));
+  }
+}

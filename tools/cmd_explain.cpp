@@ -11,6 +11,7 @@
 #include "tapestry/models/text_input.h"
 #include "tools/cli.h"
 #include "tools/explain.h"
+#include "tools/explain_transformer.h"
 #include "tools/flags.h"
 #include "tools/text_files.h"
 
@@ -36,12 +37,17 @@ constexpr const char* kAbout =
     "its word t (<eos> after the last), L_t = -log p(y*_t). --step all explains every step and\n"
     "how each encoder state's gradient is the sum of what every step sent back to it; --format\n"
     "html makes it a page with a stepper over the steps.\n\n"
+    "A Transformer (--arch transformer, or a trained one: its arch is read from the model) is\n"
+    "explained per decoder layer and head: the masked self-attention and the cross-attention's\n"
+    "q, k, v, scores, weights and context at position t, each with its gradient dL_t/dx, all\n"
+    "checked against finite differences (text, json or html).\n\n"
     "Exits with status 1 if any finite-difference check fails.\n\n"
     "examples:\n"
     "  tapestry explain\n"
     "  tapestry explain --attention general --decoder luong --cell lstm --groups attention,loss\n"
     "  tapestry explain --step all --format html --out explain.html\n"
     "  tapestry explain --format dot | dot -Tsvg > tape.svg\n"
+    "  tapestry explain --arch transformer --step 2\n"
     "  tapestry explain --model runs/demo-grammar --source \"the old dog sees a cat\" --step all "
     "\\\n"
     "      --quiet-tables";
@@ -71,6 +77,65 @@ void check_sentence(const Flags& f, const char* name, const std::string& value) 
     throw UsageError{fmt::format("--{}: {}", name, why)};
 }
 
+// explain for a Transformer: per decoder layer and head, as text, JSON or a page.
+int explain_transformer(ExplainModel& m, const std::string& target, bool all_steps, int64_t step,
+                        const std::string& format, const std::string& out, bool quiet_tables,
+                        int64_t full, const std::string& groups, const CheckOptions& check) {
+  if (format == "dot")
+    throw UsageError{
+        "--format dot draws an RNN step's tape; a transformer's is text, json or html"};
+  if (!groups.empty())
+    throw UsageError{
+        "--groups picks an RNN step's regions; a transformer is shown per layer and "
+        "head"};
+  std::vector<TransformerExplanation> steps;
+  try {
+    const std::vector<std::string> sentence =
+        target.empty() ? explain_target(m) : m.preprocess.tokenize(target);
+    if (!target.empty() && sentence.empty())
+      throw ValueError(fmt::format("explain: the target '{}' has no words", target));
+    const int64_t last = all_steps ? static_cast<int64_t>(sentence.size()) : step;
+    for (int64_t t = all_steps ? 0 : step; t <= last; ++t)
+      steps.push_back(explain_transformer_step(m, sentence, t, check));
+  } catch (const ValueError& err) {
+    std::string what = err.what();
+    if (what.rfind("explain: ", 0) == 0) what = what.substr(9);
+    throw UsageError{what};
+  }
+  TextOptions o;
+  o.full_max = full;
+  if (quiet_tables) o.forward = o.backward = o.check_rows = false;
+  std::string text;
+  if (format == "text")
+    for (size_t i = 0; i < steps.size(); ++i)
+      text += (i ? "\n" + std::string(100, '=') + "\n" : "") + render_transformer_text(steps[i], o);
+  if (format == "json") {
+    if (!all_steps) {
+      text = render_transformer_json(steps.front());
+    } else {
+      std::string items;
+      for (size_t i = 0; i < steps.size(); ++i)
+        items += (i ? ",\n" : "") + render_transformer_json(steps[i]);
+      text = "{\"steps\": [\n" + items + "]}\n";
+    }
+  }
+  if (format == "html") text = render_transformer_html(steps);
+  if (out.empty()) {
+    fmt::print("{}", text);
+  } else {
+    write_file_atomic(out, text);
+  }
+  size_t failed = 0, checked = 0;
+  for (const auto& s : steps)
+    for (const auto& c : s.checks) {
+      failed += c.pass ? 0 : 1;
+      ++checked;
+    }
+  if (failed)
+    fmt::print(stderr, "explain: {} of {} finite-difference checks failed\n", failed, checked);
+  return failed ? 1 : 0;
+}
+
 }  // namespace
 
 int cmd_explain(const Args& args) {
@@ -81,10 +146,21 @@ int cmd_explain(const Args& args) {
   bool quiet_tables = false;
   int64_t full = 16, check_max = -1;
   double eps = 1e-3;
+  std::string arch;
+  int64_t d_model = 8, heads = 2, ffn = 16, enc_layers = 1, dec_layers = 2;
 
   Flags f("tapestry explain [options]", kAbout);
   f.section("model");
   f.add("model", &model_path, "a trained model: a run directory or a .safetensors file");
+  f.add("arch", &arch,
+        "the architecture: the tiny model's, or a check of a trained model's [rnn; with --model, "
+        "the model's]",
+        {"rnn", "transformer"});
+  f.add("d-model", &d_model, "tiny transformer: width d", 2, 64);
+  f.add("heads", &heads, "tiny transformer: attention heads (dividing d)", 1, 16);
+  f.add("ffn", &ffn, "tiny transformer: feed-forward width", 1, 256);
+  f.add("enc-layers", &enc_layers, "tiny transformer: encoder layers", 1, 4);
+  f.add("dec-layers", &dec_layers, "tiny transformer: decoder layers", 1, 4);
   std::vector<std::string> kinds;
   for (auto k : nn::all_attention_kinds()) kinds.push_back(nn::attention_name(k));
   f.add("attention", &attention, "tiny model: attention variant", kinds);
@@ -125,7 +201,7 @@ int cmd_explain(const Args& args) {
   f.add("check-max", &check_max,
         "elements checked per tensor (-1: all for the tiny model, 8 with --model; 0: all)", -1,
         1 << 30);
-  f.add("eps", &eps, "finite-difference step", 1e-8, 1e-1);
+  f.add("eps", &eps, "finite-difference step [1e-3; 1e-4 for a transformer]", 1e-8, 1e-1);
   if (!f.parse(args)) return 0;
 
   check_sentence(f, "source", source);
@@ -145,16 +221,64 @@ int cmd_explain(const Args& args) {
         "--format dot draws one step: give --step N (text, json and html take --step all)"};
 
   ExplainModel m;
+  constexpr const char* kRnnFlags[] = {"attention",     "decoder",    "cell",   "hidden",
+                                       "emb",           "attn-size",  "window", "layers",
+                                       "bidirectional", "deep-output"};
+  constexpr const char* kTransformerFlags[] = {"d-model", "heads", "ffn", "enc-layers",
+                                               "dec-layers"};
   if (!model_path.empty()) {
     for (const char* tiny : {"attention", "decoder", "cell", "hidden", "emb", "attn-size", "window",
-                             "layers", "bidirectional", "deep-output", "seed", "reference"})
+                             "layers", "bidirectional", "deep-output", "seed", "reference",
+                             "d-model", "heads", "ffn", "enc-layers", "dec-layers"})
       if (f.given(tiny))
         throw UsageError{fmt::format(
             "--{} describes the tiny model; a trained model (--model) brings its own", tiny)};
     if (source.empty()) throw UsageError{"--model needs --source, the sentence to explain"};
     m = trained_model(model_file(model_path), source);
+    const std::string is = m.model->is_transformer() ? "transformer" : "rnn";
+    if (!arch.empty() && arch != is)
+      throw UsageError{fmt::format("--arch {}, but the model {} is {} ({})", arch, model_path,
+                                   is == "rnn" ? "an RNN" : "a transformer",
+                                   m.model->config().summary())};
+    arch = is;
     if (check_max < 0) check_max = 8;
+  } else if (arch == "transformer") {
+    for (const char* rnn : kRnnFlags)
+      if (f.given(rnn))
+        throw UsageError{fmt::format(
+            "--{} describes the tiny RNN model; the tiny transformer takes --d-model, --heads, "
+            "--ffn, --enc-layers, --dec-layers",
+            rnn)};
+    models::Seq2SeqConfig c = tiny_transformer_config();
+    c.d_model = d_model;
+    c.heads = heads;
+    c.ffn = ffn;
+    c.enc_layers = static_cast<int>(enc_layers);
+    c.dec_layers = static_cast<int>(dec_layers);
+    c.seed = static_cast<uint64_t>(seed);
+    if (d_model % heads != 0)
+      throw UsageError{fmt::format("--heads {} does not divide --d-model {}", heads, d_model)};
+    if (source.empty()) source = "the black cat";
+    std::vector<std::string> src = models::split_words(source), ref;
+    if (!reference.empty()) {
+      ref = models::split_words(reference);
+    } else {
+      try {
+        ref = models::translate_grammar(src).tgt;
+      } catch (const ValueError& e) {
+        throw UsageError{fmt::format(
+            "--source '{}' is not a sentence of the grammar task ({}); give its translation with "
+            "--reference",
+            source, e.what())};
+      }
+    }
+    m = tiny_model(c, src, ref);
+    if (check_max < 0) check_max = 0;
   } else {
+    for (const char* tf : kTransformerFlags)
+      if (f.given(tf))
+        throw UsageError{
+            fmt::format("--{} describes the tiny transformer: add --arch transformer", tf)};
     models::Seq2SeqConfig c;
     c.attention = nn::parse_attention(attention);
     c.decoder = models::parse_decoder(decoder);
@@ -187,6 +311,11 @@ int cmd_explain(const Args& args) {
   CheckOptions check;
   check.eps = eps;
   check.max_elements = check_max;
+  if (arch == "transformer") {
+    if (!f.given("eps")) check.eps = 1e-4;  // fewer ReLU kinks crossed in a trained model
+    return explain_transformer(m, target, all_steps, step, format, out, quiet_tables, full, groups,
+                               check);
+  }
   std::vector<Explanation> steps;
   try {
     const std::vector<std::string> sentence =

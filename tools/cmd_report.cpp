@@ -24,6 +24,7 @@
 #include "tools/metrics_log.h"
 #include "tools/progress.h"
 #include "tools/report_html.h"
+#include "tools/report_transformer.h"
 #include "tools/run_dir.h"
 #include "tools/text_files.h"
 #include "tools/train_setup.h"
@@ -783,6 +784,24 @@ std::string samples_section(const ReportSettings& rs, models::SavedModel& m,
   return s + "</div>\n";
 }
 
+// A Transformer's every head, on the probe sentence (with its reference), or with no probe on
+// the first sample test sentence.
+std::string heads_section(models::SavedModel& m, const std::vector<Probe>& probes,
+                          const std::vector<TestSentence>& test) {
+  if (!m.model->is_transformer()) return "";
+  if (!probes.empty()) {
+    std::vector<std::string> target = probes.back().target;
+    if (!target.empty() && target.back() == "<eos>") target.pop_back();
+    return transformer_heads_section(m, probes.back().source, target,
+                                     "The first validation sentence");
+  }
+  const std::vector<size_t> picked = pick_samples(test, 1);
+  if (picked.empty()) return "";
+  const TestSentence& t = test[picked.front()];
+  return transformer_heads_section(m, t.src, m.tgt.decode(t.ids.tgt),
+                                   fmt::format("Test sentence {}", picked.front() + 1));
+}
+
 std::string buckets_section(const ReportSettings& rs, models::SavedModel& m,
                             const std::vector<TestSentence>& test) {
   size_t n = test.size();
@@ -936,6 +955,7 @@ int cmd_report(const Args& args) {
   std::string body = header(rs, run, model, epochs, result, command, test.size());
   body += curves(metrics);
   body += probe_section(metrics.probes);
+  body += heads_section(model, metrics.probes, test);
   body += samples_section(rs, model, test);
   body += buckets_section(rs, model, test);
   const double seconds =

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "tapestry/models/decode.h"
 #include "tapestry/models/saved_model.h"
 #include "tapestry/ops/ops.h"
 
@@ -334,6 +335,10 @@ std::vector<std::string> explain_target(ExplainModel& m) {
   // The model's own greedy translation, as decoding makes it (never <pad> or <bos>).
   Seq2Seq& model = *m.model;
   models::Batch batch = source_batch(m);
+  if (model.is_transformer()) {
+    const auto hyps = models::greedy_decode(model, batch);  // kept: the loop reads into it
+    return m.tgt.decode(hyps.front().front().tokens);
+  }
   Tape tape;
   NoGrad no_grad(tape);
   nn::AttentionMemory memory = model.encode(tape, batch);
