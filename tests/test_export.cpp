@@ -1,6 +1,6 @@
-// tapestry export --to pytorch: tiny trained models of every attention variant, decoder and cell
-// translate and score in PyTorch exactly as Tapestry does; bad input is refused. The PyTorch
-// checks are skipped (with a warning) where /usr/bin/python3 has no torch.
+// tapestry export --to pytorch: tiny trained models of every attention variant, decoder and cell,
+// and Transformers, translate and score in PyTorch exactly as Tapestry does; bad input is
+// refused. The PyTorch checks are skipped (with a warning) where /usr/bin/python3 has no torch.
 #include <fmt/format.h>
 #include <sys/wait.h>
 
@@ -10,11 +10,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
 #include "cli_run.h"
+#include "tapestry/models/decode.h"
 #include "tapestry/models/evaluate.h"
 #include "tapestry/models/saved_model.h"
 #include "tapestry/nn/checkpoint.h"
@@ -93,9 +95,17 @@ constexpr const char* kTrain =
     "--emb 16 --hidden 32 --batch-size 32 --epochs 5 --threads 1 --test-beam 1 "
     "--valid-decode 0 --quiet";
 
+// The Transformers likewise, at the size of a toy (d 32, 2 heads, a feed-forward width of 64), for
+// 20 epochs, a few seconds: at 5 they get a fifth of the test sentences right, at 20 most.
+constexpr const char* kTrainTransformer =
+    "--min-len 3 --max-len 8 --symbols 10 --train-size 2000 --valid-size 50 --test-size 50 "
+    "--arch transformer --d-model 32 --heads 2 --ffn 64 --batch-size 32 --epochs 20 --threads 1 "
+    "--test-beam 1 --valid-decode 0 --quiet";
+
 struct Config {
-  std::string name;   // also the directory name
-  std::string flags;  // tapestry train flags beside kTrain
+  std::string name;           // also the directory name
+  std::string flags;          // tapestry train flags beside `base`
+  std::string base = kTrain;  // the flags every configuration of its architecture shares
 };
 
 std::vector<Config> configurations() {
@@ -123,6 +133,17 @@ std::vector<Config> configurations() {
   return out;
 }
 
+// The Transformer of the 2017 paper (post-norm, ReLU, sinusoidal positions, its own output
+// layer): torch_transformer.py's model; and the other choice of every option, with two layers.
+std::vector<Config> transformer_configurations() {
+  return {{"transformer-post-relu-sinusoidal", "--task reverse --enc-layers 1 --dec-layers 1",
+           kTrainTransformer},
+          {"transformer-pre-gelu-learned-shared",
+           "--task reverse --enc-layers 2 --dec-layers 2 --norm pre --activation gelu "
+           "--positions learned --max-positions 32 --share-embeddings",
+           kTrainTransformer}};
+}
+
 // What the C++ side gives for one configuration.
 struct CppResult {
   std::string error;            // a failed command, with its output
@@ -132,8 +153,9 @@ struct CppResult {
   double corpus_loss = 0;       // evaluate_loss over all pairs, batched
 };
 
-// Trains, exports and translates one configuration in `dir` (run by worker threads).
-void run_config(const Config& c, const std::string& dir, CppResult& r) {
+// Trains, exports and translates (greedy and beam `beam`) one configuration in `dir` (run by
+// worker threads).
+void run_config(const Config& c, const std::string& dir, int beam, CppResult& r) {
   const std::string run = dir + "/run", exp = dir + "/export", err = dir + "/stderr.txt";
   auto step = [&](const std::string& args, std::string* out) {
     Shell s = shell(tapestry_cmd(args), err);
@@ -143,11 +165,12 @@ void run_config(const Config& c, const std::string& dir, CppResult& r) {
     return s.status == 0;
   };
   fs::create_directories(dir);
-  if (!step(fmt::format("train {} {} --out '{}'", kTrain, c.flags, run), nullptr)) return;
+  if (!step(fmt::format("train {} {} --out '{}'", c.base, c.flags, run), nullptr)) return;
   if (!step(fmt::format("export --model '{}' --to pytorch --out '{}'", run, exp), nullptr)) return;
   if (!step(fmt::format("translate --model '{}' --input '{}/test.src'", run, run), &r.greedy))
     return;
-  step(fmt::format("translate --model '{}' --input '{}/test.src' --beam 3", run, run), &r.beam);
+  step(fmt::format("translate --model '{}' --input '{}/test.src' --beam {}", run, run, beam),
+       &r.beam);
 }
 
 // The teacher-forced losses in Tapestry, in eval mode: each pair alone, and the corpus batched.
@@ -171,8 +194,9 @@ void cpp_losses(const std::string& run, CppResult& r) {
   r.corpus_loss = models::evaluate_loss(*m.model, pairs, 64).loss;
 }
 
-// One python process for a list of exports: imports each one's translate.py and runs it three
-// times (greedy, beam 3, --loss in float32 and float64), as `python3 translate.py ...` would.
+// One python process for a list of exports: imports each one's translate.py and runs it four
+// times (greedy, beam search, --loss in float32 and float64), as `python3 translate.py ...`
+// would.
 const char* kDriver = R"PY(
 import contextlib, importlib, io, json, sys, time
 import torch
@@ -197,7 +221,7 @@ for job in jobs:
     src, ref = job["src"], job["ref"]
     results[job["name"]] = {
         "greedy": run("--input", src),
-        "beam": run("--input", src, "--beam", "3"),
+        "beam": run("--input", src, "--beam", str(job["beam"])),
         "loss": json.loads(run("--loss", src, ref)),
         "loss64": json.loads(run("--loss", src, ref, "--dtype", "float64")),
         "seconds": time.time() - start,
@@ -205,12 +229,50 @@ for job in jobs:
 json.dump(results, open(sys.argv[2], "w"))
 )PY";
 
+// Loads torch_transformer.py's own model class, gives it an export's weights (strictly: the same
+// names and shapes, none left over) and prints both models' loss on the export's test pairs, in
+// float64.
+const char* kTransformerReference = R"PY(
+import importlib.util, json, os, sys
+import torch
+
+reference_path, export, src_path, ref_path = sys.argv[1:5]
+sys.argv = ["torch_transformer.py"]  # the module parses its arguments on import
+spec = importlib.util.spec_from_file_location("reference", reference_path)
+reference = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(reference)
+sys.path.insert(0, export)
+import model
+from preprocess import Preprocess, Vocab
+
+c = model.Config.load(os.path.join(export, "config.json"))
+weights = model.read_safetensors(os.path.join(export, "weights.safetensors"))
+theirs = reference.TransformerSeq2Seq(c.src_vocab, c.tgt_vocab, c.d_model, c.heads, c.enc_layers,
+                                      c.dec_layers, c.ffn, c.dropout, 64)
+theirs.load_state_dict(weights, strict=True)
+theirs = theirs.double().eval()
+ours = model.load_model(export, torch.float64)
+prep = Preprocess.load(os.path.join(export, "preprocess.json"))
+src_vocab = Vocab.load(os.path.join(export, "src_vocab.json"))
+tgt_vocab = Vocab.load(os.path.join(export, "tgt_vocab.json"))
+pairs = [(src_vocab.encode(prep.tokenize(s)), tgt_vocab.encode(prep.tokenize(r)))
+         for s, r in zip(open(src_path).read().splitlines(), open(ref_path).read().splitlines())]
+batch = model.make_batch(pairs)
+with torch.no_grad():
+    print(json.dumps({
+        "ours": ours.loss(batch).item(),
+        "theirs": theirs(batch.src, batch.src_lengths, batch.tgt_in, batch.tgt_out).item(),
+        "keys": sorted(ours.state_dict()) == sorted(weights)}))
+)PY";
+
 // Runs the driver over `names` (a share of the configurations) in `dir`; returns its results.
 nlohmann::json run_driver(const std::string& dir, const std::string& tag,
-                          const std::vector<std::string>& names, const std::string& work) {
+                          const std::vector<std::string>& names, const std::string& work,
+                          int beam) {
   nlohmann::json jobs = nlohmann::json::array();
   for (const auto& name : names)
     jobs.push_back({{"name", name},
+                    {"beam", beam},
                     {"dir", work + "/" + name + "/export"},
                     {"src", work + "/" + name + "/run/test.src"},
                     {"ref", work + "/" + name + "/run/test.ref"}});
@@ -226,6 +288,98 @@ nlohmann::json run_driver(const std::string& dir, const std::string& tag,
 
 double relative(double a, double b) {
   return std::abs(a - b) / std::max(std::abs(b), 1e-30);
+}
+
+// Trains, exports and translates every configuration (greedy and beam `beam`) in `dir`, two at a
+// time, then checks that the exports translate the test sentences as Tapestry does, token for
+// token, and score each pair to `tolerance` relative (1e-5 over each corpus); prints the counts
+// under `what`.
+void check_parity(const TempDir& dir, const std::vector<Config>& configs, int beam,
+                  double tolerance, const char* what) {
+  const auto start = std::chrono::steady_clock::now();
+  write(dir / "driver.py", kDriver);
+  std::vector<CppResult> cpp(configs.size());
+  const std::string work = dir / "configs";
+
+  // Train, export and translate two configurations at a time (one per core).
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next++) < configs.size();)
+      run_config(configs[i], work + "/" + configs[i].name, beam, cpp[i]);
+  };
+  {
+    std::thread a(worker), b(worker);
+    a.join();
+    b.join();
+  }
+  for (size_t i = 0; i < configs.size(); ++i) {
+    INFO(configs[i].name);
+    REQUIRE(cpp[i].error.empty());
+  }
+  for (size_t i = 0; i < configs.size(); ++i)
+    cpp_losses(work + "/" + configs[i].name + "/run", cpp[i]);
+
+  // PyTorch: two driver processes, each over half the configurations.
+  std::vector<std::string> half[2];
+  for (size_t i = 0; i < configs.size(); ++i) half[i % 2].push_back(configs[i].name);
+  nlohmann::json py[2];
+  {
+    std::thread a([&] { py[0] = run_driver(dir.str(), "0", half[0], work, beam); });
+    std::thread b([&] { py[1] = run_driver(dir.str(), "1", half[1], work, beam); });
+    a.join();
+    b.join();
+  }
+  for (const auto& p : py) {
+    INFO(p.dump());
+    REQUIRE_FALSE(p.contains("error"));
+  }
+
+  size_t sentences = 0, same_greedy = 0, same_beam = 0;
+  double max_rel = 0, max_rel64 = 0, max_corpus_rel = 0;
+  std::string worst;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const Config& c = configs[i];
+    const nlohmann::json& r = py[i % 2].at(c.name);
+    INFO(c.name << " (" << c.flags << ")");
+    const auto cg = lines_of(cpp[i].greedy), pg = lines_of(r["greedy"].get<std::string>());
+    const auto cb = lines_of(cpp[i].beam), pb = lines_of(r["beam"].get<std::string>());
+    REQUIRE(cg.size() == 50);
+    REQUIRE(pg.size() == cg.size());
+    REQUIRE(cb.size() == cg.size());
+    REQUIRE(pb.size() == cb.size());
+    for (size_t k = 0; k < cg.size(); ++k) {
+      INFO("sentence " << k + 1);
+      CHECK(pg[k] == cg[k]);
+      CHECK(pb[k] == cb[k]);
+      same_greedy += pg[k] == cg[k];
+      same_beam += pb[k] == cb[k];
+    }
+    sentences += cg.size();
+
+    const nlohmann::json& loss = r["loss"]["sentences"];
+    const nlohmann::json& loss64 = r["loss64"]["sentences"];
+    REQUIRE(loss.size() == cpp[i].losses.size());
+    for (size_t k = 0; k < loss.size(); ++k) {
+      INFO("sentence " << k + 1 << ": tapestry " << cpp[i].losses[k] << ", pytorch "
+                       << loss[k]["loss"].get<double>());
+      CHECK(loss[k]["tokens"].get<int64_t>() == cpp[i].tokens[k]);
+      const double rel = relative(loss[k]["loss"].get<double>(), cpp[i].losses[k]);
+      CHECK(rel < tolerance);
+      if (rel > max_rel) max_rel = rel, worst = c.name;
+      max_rel64 = std::max(max_rel64, relative(loss64[k]["loss"].get<double>(), cpp[i].losses[k]));
+    }
+    const double corpus_rel = relative(r["loss"]["loss"].get<double>(), cpp[i].corpus_loss);
+    CHECK(corpus_rel < 1e-5);
+    max_corpus_rel = std::max(max_corpus_rel, corpus_rel);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print(
+      "export parity ({}): {} configurations, {} sentences: greedy {} identical, beam {} {} "
+      "identical; loss max relative difference {:.2e} per sentence ({}), {:.2e} over each "
+      "corpus; PyTorch in float64 against Tapestry's float32: {:.2e}; {:.0f} s\n",
+      what, configs.size(), sentences, same_greedy, beam, same_beam, max_rel, worst, max_corpus_rel,
+      max_rel64, seconds);
 }
 
 }  // namespace
@@ -348,92 +502,117 @@ TEST_CASE("exported PyTorch models translate and score exactly as Tapestry does"
     WARN("python3 with torch not found (" << kPython << "): the PyTorch export is not checked");
     return;
   }
-  const auto start = std::chrono::steady_clock::now();
   TempDir dir("export_parity");
-  write(dir / "driver.py", kDriver);
-  const std::vector<Config> configs = configurations();
-  std::vector<CppResult> cpp(configs.size());
-  const std::string work = dir / "configs";
+  check_parity(dir, configurations(), 3, 1e-5, "rnn");
+}
 
-  // Train, export and translate two configurations at a time (one per core).
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next++) < configs.size();)
-      run_config(configs[i], work + "/" + configs[i].name, cpp[i]);
-  };
-  {
-    std::thread a(worker), b(worker);
-    a.join();
-    b.join();
+TEST_CASE("exported PyTorch Transformers translate and score exactly as Tapestry does",
+          "[export][torch][transformer]") {
+  if (!torch_available()) {
+    WARN("python3 with torch not found (" << kPython
+                                          << "): the Transformer's export is not "
+                                             "checked");
+    return;
   }
-  for (size_t i = 0; i < configs.size(); ++i) {
-    INFO(configs[i].name);
-    REQUIRE(cpp[i].error.empty());
-  }
-  for (size_t i = 0; i < configs.size(); ++i)
-    cpp_losses(work + "/" + configs[i].name + "/run", cpp[i]);
+  TempDir dir("export_transformer");
+  const std::vector<Config> configs = transformer_configurations();
+  // A pair's loss, about 0.05 here, goes through LayerNorms, GELU and 2 layers of attention in
+  // float32 on either side: each is within 1e-5 of PyTorch's float64 (Tapestry 8.1e-6, PyTorch
+  // 9.9e-6 at worst), so the two may differ by twice that.
+  check_parity(dir, configs, 5, 3e-5, "transformer");
 
-  // PyTorch: two driver processes, each over half the configurations.
-  std::vector<std::string> half[2];
-  for (size_t i = 0; i < configs.size(); ++i) half[i % 2].push_back(configs[i].name);
-  nlohmann::json py[2];
-  {
-    std::thread a([&] { py[0] = run_driver(dir.str(), "0", half[0], work); });
-    std::thread b([&] { py[1] = run_driver(dir.str(), "1", half[1], work); });
-    a.join();
-    b.join();
+  // The package describes a Transformer, and holds no RNN.
+  for (const Config& c : configs) {
+    INFO(c.name);
+    const std::string exp = dir / ("configs/" + c.name + "/export");
+    const std::string readme = read(exp + "/README.md"), model = read(exp + "/model.py");
+    CHECK_THAT(readme, Contains("A Transformer encoder-decoder trained by Tapestry"));
+    CHECK_THAT(readme, Contains("`torch.nn.TransformerEncoderLayer`"));
+    CHECK_THAT(readme, !Contains("Bahdanau"));
+    CHECK_THAT(model, Contains("self.transformer = nn.Transformer("));
+    CHECK_THAT(model, !Contains("class Encoder("));
   }
-  for (const auto& p : py) {
-    INFO(p.dump());
-    REQUIRE_FALSE(p.contains("error"));
-  }
+  const std::string post = read(dir / "configs/transformer-post-relu-sinusoidal/export/README.md");
+  CHECK_THAT(post, Contains("post-norm (x = LN(x + sublayer(x))"));
+  CHECK_THAT(post, Contains("plus sinusoidal positions"));
+  CHECK_THAT(post, Contains("`generator` (`nn.Linear`)"));
+  const std::string pre =
+      read(dir / "configs/transformer-pre-gelu-learned-shared/export/README.md");
+  CHECK_THAT(pre, Contains("`norm_first=True`"));
+  CHECK_THAT(pre, Contains("learned positions (`src_pos`, `tgt_pos`, 32 rows each"));
+  CHECK_THAT(pre, Contains("with GELU"));
+  CHECK_THAT(pre, Contains("`tgt_emb.weight` (shared)"));
 
-  size_t sentences = 0, same_greedy = 0, same_beam = 0;
-  double max_rel = 0, max_rel64 = 0, max_corpus_rel = 0;
-  std::string worst;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    const Config& c = configs[i];
-    const nlohmann::json& r = py[i % 2].at(c.name);
-    INFO(c.name << " (" << c.flags << ")");
-    const auto cg = lines_of(cpp[i].greedy), pg = lines_of(r["greedy"].get<std::string>());
-    const auto cb = lines_of(cpp[i].beam), pb = lines_of(r["beam"].get<std::string>());
-    REQUIRE(cg.size() == 50);
-    REQUIRE(pg.size() == cg.size());
-    REQUIRE(cb.size() == cg.size());
-    REQUIRE(pb.size() == cb.size());
-    for (size_t k = 0; k < cg.size(); ++k) {
-      INFO("sentence " << k + 1);
-      CHECK(pg[k] == cg[k]);
-      CHECK(pb[k] == cb[k]);
-      same_greedy += pg[k] == cg[k];
-      same_beam += pb[k] == cb[k];
-    }
-    sentences += cg.size();
-
-    const nlohmann::json& loss = r["loss"]["sentences"];
-    const nlohmann::json& loss64 = r["loss64"]["sentences"];
-    REQUIRE(loss.size() == cpp[i].losses.size());
-    for (size_t k = 0; k < loss.size(); ++k) {
-      INFO("sentence " << k + 1 << ": tapestry " << cpp[i].losses[k] << ", pytorch "
-                       << loss[k]["loss"].get<double>());
-      CHECK(loss[k]["tokens"].get<int64_t>() == cpp[i].tokens[k]);
-      const double rel = relative(loss[k]["loss"].get<double>(), cpp[i].losses[k]);
-      CHECK(rel < 1e-5);
-      if (rel > max_rel) max_rel = rel, worst = c.name;
-      max_rel64 = std::max(max_rel64, relative(loss64[k]["loss"].get<double>(), cpp[i].losses[k]));
-    }
-    const double corpus_rel = relative(r["loss"]["loss"].get<double>(), cpp[i].corpus_loss);
-    CHECK(corpus_rel < 1e-5);
-    max_corpus_rel = std::max(max_corpus_rel, corpus_rel);
+  // The 2017 configuration is torch_transformer.py's model: it takes the weights as they are and
+  // computes the same loss.
+  const fs::path reference =
+      fs::path(TAPESTRY_SOURCE_DIR) / ".." / "shared" / "bench" / "torch_transformer.py";
+  if (!fs::exists(reference)) {
+    WARN("the reference " << reference.string()
+                          << " not found: the export is not compared with it");
+    return;
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  write(dir / "reference.py", kTransformerReference);
+  const std::string base = dir / "configs/transformer-post-relu-sinusoidal";
+  Shell s = shell(fmt::format("{} '{}' '{}' '{}/export' '{}/run/test.src' '{}/run/test.ref'",
+                              kPython, dir / "reference.py", reference.string(), base, base, base),
+                  dir / "reference.err");
+  INFO(read(dir / "reference.err"));
+  REQUIRE(s.status == 0);
+  const nlohmann::json r = nlohmann::json::parse(s.out);
+  INFO(r.dump());
+  CHECK(r["keys"].get<bool>());
+  // The reference computes its sinusoids in float32, the export in float64 (as Tapestry does).
+  CHECK(relative(r["ours"].get<double>(), r["theirs"].get<double>()) < 1e-6);
   fmt::print(
-      "export parity: {} configurations, {} sentences: greedy {} identical, beam 3 {} "
-      "identical; loss max relative difference {:.2e} per sentence ({}), {:.2e} over each "
-      "corpus; PyTorch in float64 against Tapestry's float32: {:.2e}; {:.0f} s\n",
-      configs.size(), sentences, same_greedy, same_beam, max_rel, worst, max_corpus_rel, max_rel64,
-      seconds);
+      "export: torch_transformer.py's model on the exported weights: loss {:.9f}, the "
+      "export's {:.9f}\n",
+      r["theirs"].get<double>(), r["ours"].get<double>());
+}
+
+TEST_CASE("the exported model.py bounds decoding as Tapestry does", "[export][torch]") {
+  if (!torch_available()) {
+    WARN("python3 with torch not found (" << kPython << "): model.py's bounds are not checked");
+    return;
+  }
+  TempDir dir("export_bounds");
+  write(dir / "model.py", cli::pytorch_model_py(models::Arch::rnn));
+  struct Case {
+    double ratio;
+    int64_t extra, src_len;
+  };
+  // Around the 4096-step cap, and far beyond it: the largest flags tapestry translate takes.
+  const std::vector<Case> cases = {{2, 5, 10},   {0.5, 1, 3},  {0, 0, 7},    {2, 5, 2045},
+                                   {2, 5, 2046}, {1, 4095, 1}, {1, 4096, 1}, {1000, 100000, 1024}};
+  std::string py =
+      "import json, sys\nsys.path.insert(0, sys.argv[1])\nimport model\nprint(json.dumps([";
+  for (const Case& c : cases)
+    py += fmt::format(
+        "model.max_decode_steps(model.DecodeOptions(max_len_ratio={}, "
+        "max_len_extra={}), {}), ",
+        c.ratio, c.extra, c.src_len);
+  py +=
+      "model.max_decode_steps(model.DecodeOptions(max_len_ratio=float('inf')), 1), "
+      "model.MAX_SOURCE_TOKENS, model.MAX_OUTPUT_TOKENS]))\n";
+  write(dir / "bounds.py", py);
+  Shell s =
+      shell(fmt::format("{} '{}' '{}'", kPython, dir / "bounds.py", dir.str()), dir / "bounds.err");
+  INFO(read(dir / "bounds.err"));
+  REQUIRE(s.status == 0);
+  const nlohmann::json got = nlohmann::json::parse(s.out);
+  REQUIRE(got.size() == cases.size() + 3);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    models::DecodeOptions o;
+    o.max_len_ratio = cases[i].ratio;
+    o.max_len_extra = cases[i].extra;
+    INFO(cases[i].ratio << " " << cases[i].extra << " " << cases[i].src_len);
+    CHECK(got[i].get<int64_t>() == models::max_decode_steps(o, cases[i].src_len));
+  }
+  models::DecodeOptions inf;
+  inf.max_len_ratio = std::numeric_limits<double>::infinity();
+  CHECK(got[cases.size()].get<int64_t>() == models::max_decode_steps(inf, 1));
+  CHECK(got[cases.size() + 1].get<int64_t>() == models::kMaxSourceTokens);
+  CHECK(got[cases.size() + 2].get<int64_t>() == models::kMaxOutputTokens);
 }
 
 TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export][torch]") {
@@ -443,11 +622,12 @@ TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export
   }
   TempDir dir("export_cli");
   const std::vector<Config> configs = configurations();
-  for (const Config& c : {configs[configs.size() - 3], configs.back()}) {
+  for (const Config& c :
+       {configs[configs.size() - 3], configs.back(), transformer_configurations().back()}) {
     INFO(c.name);
     const std::string run = dir / (c.name + "/run"), exp = dir / (c.name + "/export");
     REQUIRE(
-        shell(tapestry_cmd(fmt::format("train {} {} --out '{}'", kTrain, c.flags, run))).status ==
+        shell(tapestry_cmd(fmt::format("train {} {} --out '{}'", c.base, c.flags, run))).status ==
         0);
     REQUIRE(shell(tapestry_cmd(fmt::format("export --model '{}' --out '{}'", run, exp))).status ==
             0);
@@ -483,5 +663,29 @@ TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export
               1.000001e-4);
       }
     }
+    if (c.base != kTrain) continue;  // 32 learned positions: no room for a long line
+    // A line of more than 1024 tokens is cut to its first 1024 by both, and said so; the
+    // translation (its first 3 tokens) depends on where: the tail differs from the head.
+    const models::Preprocess prep = models::load_model(run + "/model.safetensors").preprocess;
+    std::string line = test[4];
+    while (prep.tokenize(line).size() < 1024) line += " " + test[4];
+    for (int i = 0; i < 20; ++i) line += " " + test[5];
+    write(dir / "long.txt", test[0] + "\n" + line + "\n");
+    const char* flags = "--max-len-ratio 0 --max-len-extra 3";
+    Shell ours = shell(tapestry_cmd(fmt::format("translate --model '{}' {} --input '{}'", run,
+                                                flags, dir / "long.txt")),
+                       dir / "ours.err");
+    Shell theirs = shell(
+        fmt::format("{} '{}/translate.py' {} --input '{}'", kPython, exp, flags, dir / "long.txt"),
+        dir / "theirs.err");
+    REQUIRE(ours.status == 0);
+    REQUIRE(theirs.status == 0);
+    CHECK(lines_of(theirs.out).size() == 2);
+    CHECK(theirs.out == ours.out);
+    CHECK_THAT(read(dir / "ours.err"), Contains("more than the 1024 a sentence may have"));
+    CHECK_THAT(read(dir / "theirs.err"),
+               Contains("translate.py: line 2: " + std::to_string(prep.tokenize(line).size()) +
+                        " tokens, more than the 1024 a sentence may have; translating its first "
+                        "1024"));
   }
 }

@@ -12,11 +12,12 @@ namespace tapestry::cli {
 namespace {
 constexpr const char* kAbout =
     "Writes a model trained by 'tapestry train' (its run directory or a .safetensors file) as a\n"
-    "PyTorch package in the new directory --out: model.py (the encoder, the attention, the\n"
-    "decoder, the loss, greedy and beam search as PyTorch modules), weights.safetensors (the\n"
-    "parameters under their PyTorch names), the configuration, the vocabularies and the\n"
-    "preprocessing as JSON, preprocess.py, and translate.py, which translates as 'tapestry\n"
-    "translate' does. README.md in the package describes it and the model's conventions.\n"
+    "PyTorch package in the new directory --out: model.py (the model as PyTorch modules: an\n"
+    "RNN's encoder, attention and decoder, or a Transformer around torch.nn.Transformer; the\n"
+    "loss, greedy and beam search), weights.safetensors (the parameters under their PyTorch\n"
+    "names), the configuration, the vocabularies and the preprocessing as JSON, preprocess.py,\n"
+    "and translate.py, which translates as 'tapestry translate' does. README.md in the package\n"
+    "describes it and the model's conventions.\n"
     "--out must not exist or be an empty directory: nothing is overwritten, and the package\n"
     "appears complete or not at all.\n\n"
     "examples:\n"

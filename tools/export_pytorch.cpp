@@ -97,7 +97,7 @@ ExportResult export_pytorch(const std::string& model_path, const std::string& ou
     write_file(tmp.path() / name, text, executable);
     result.files.push_back(name);
   };
-  write("model.py", pytorch_model_py());
+  write("model.py", pytorch_model_py(m.model->config().arch));
   write("preprocess.py", pytorch_preprocess_py());
   write("translate.py", pytorch_translate_py(), true);
   write("README.md", pytorch_readme(m, model_path));

@@ -10,11 +10,18 @@
 
 namespace tapestry::cli {
 
-// The fixed Python sources, the same for every configuration: each reads config.json,
-// weights.safetensors, the vocabularies and preprocess.json from its own directory.
-std::string_view pytorch_model_py();       // model.py: modules, loss, greedy and beam search
+// The fixed Python sources, the same for every configuration of an architecture: each reads
+// config.json, weights.safetensors, the vocabularies and preprocess.json from its own directory.
+// model.py: the architecture's modules, then the part both share (batches, the loss, greedy and
+// beam search, loading).
+std::string pytorch_model_py(models::Arch arch);
 std::string_view pytorch_preprocess_py();  // preprocess.py: tokenisation and vocabularies
 std::string_view pytorch_translate_py();   // translate.py: the command line
+// The parts of model.py: each architecture's opening (docstring, imports, Config, modules,
+// Seq2Seq and its decoding state), and the part both share.
+std::string_view pytorch_rnn_py();
+std::string_view pytorch_transformer_py();
+std::string_view pytorch_common_py();
 
 // README.md of the package: how to use it, this model's shape and the model's conventions.
 // `source` is the checkpoint the model came from.

@@ -1,6 +1,8 @@
 // README.md of a PyTorch export: how to use the package, this model's shape and its conventions.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "tools/export_pytorch.h"
 #include "tools/progress.h"
 
@@ -38,8 +40,8 @@ const char* score_equation(AttentionKind kind) {
   return "?";
 }
 
-// The model-specific part: what this model is, in the terms of the conventions below.
-std::string this_model(const models::SavedModel& m, const std::string& source) {
+// The model-specific part of an RNN's: what this model is, in the terms of the conventions below.
+std::string this_rnn(const models::SavedModel& m, const std::string& source) {
   const models::Seq2SeqConfig& c = m.model->config();
   const bool bahdanau = c.decoder == DecoderKind::bahdanau;
   const int64_t k = c.key_size(), a = c.attn_size > 0 ? c.attn_size : c.hidden;
@@ -86,12 +88,57 @@ std::string this_model(const models::SavedModel& m, const std::string& source) {
   return s;
 }
 
-constexpr const char* kUsage = R"MD(
+// A Transformer's: what this model is, in the terms of the conventions below.
+std::string this_transformer(const models::SavedModel& m, const std::string& source) {
+  const models::Seq2SeqConfig& c = m.model->config();
+  const bool pre = c.norm == nn::NormPlace::pre;
+  const bool learned = c.positions == models::Positions::learned;
+  std::string s = fmt::format("- from `{}`: {}, {} parameters\n", source, c.summary(),
+                              format_count(static_cast<double>(m.model->num_parameters())));
+  s += fmt::format(
+      "- vocabularies: {} source and {} target tokens (the 4 specials included); "
+      "text: {}\n",
+      c.src_vocab, c.tgt_vocab, m.preprocess.describe());
+  s += fmt::format("- embeddings: d = {}, scaled by sqrt(d) = {:.4f}, plus ", c.d_model,
+                   std::sqrt(static_cast<double>(c.d_model)));
+  if (learned)
+    s += fmt::format(
+        "learned positions (`src_pos`, `tgt_pos`, {} rows each: sources of up to {} tokens, "
+        "up to {} decoding steps)\n",
+        c.max_positions, c.max_positions, c.max_positions);
+  else
+    s += "sinusoidal positions\n";
+  s += fmt::format(
+      "- `nn.Transformer`: {} encoder and {} decoder layer{}, {} heads of d/h = {}, a "
+      "feed-forward block d -> {} -> d with {}, {}-norm ({}), a final LayerNorm after each "
+      "stack\n",
+      c.enc_layers, c.dec_layers, c.dec_layers == 1 ? "" : "s", c.heads, c.d_model / c.heads, c.ffn,
+      c.activation == nn::Activation::relu ? "ReLU" : "GELU", nn::norm_place_name(c.norm),
+      pre ? "x = x + sublayer(LN(x)), `norm_first=True`" : "x = LN(x + sublayer(x)), as in 2017");
+  s += c.share_embeddings ? "- output layer: logits = h E_tgt^T + b, its weight the target "
+                            "embedding `tgt_emb.weight` (shared), its bias `generator.bias`\n"
+                          : "- output layer: logits = h W^T + b, `generator` (`nn.Linear`)\n";
+  if (c.dropout > 0)
+    s += fmt::format("- dropout {} (applied only in training mode, `model.train()`)\n", c.dropout);
+  return s;
+}
+
+// Use: the first line names the PyTorch version the architecture needs.
+constexpr const char* kUseRnn = R"MD(
 ## Use
 
 Python 3.8 or later and PyTorch 1.9 or later (tested with 1.13); nothing else. The weights
 are read with the standard library, or with the `safetensors` package when it is installed.
+)MD";
+constexpr const char* kUseTransformer = R"MD(
+## Use
 
+Python 3.8 or later and PyTorch 1.10 or later (`norm_first`; tested with 1.13); nothing else.
+The weights are read with the standard library, or with the `safetensors` package when it is
+installed.
+)MD";
+
+constexpr const char* kUsage = R"MD(
 ```
 python3 translate.py < input.txt                   # greedy, one translation per line
 python3 translate.py --beam 5 --input input.txt    # beam search
@@ -119,19 +166,40 @@ print(decode(model, batch, DecodeOptions(beam=5)))  # n-best hypotheses per sent
 ```
 
 `preprocess.py` turns text into tokens and back (`Preprocess`, `Vocab`).
+)MD";
 
+// The table of files: its model.py and weights rows name the architecture's classes and
+// parameters.
+std::string files_table(bool transformer) {
+  std::string s = R"MD(
 ## Files
 
 | file | holds |
 |---|---|
-| `model.py` | the model as PyTorch modules (`Encoder`, one class per attention variant, `Decoder`, `Seq2Seq`), the loss, greedy and beam search |
-| `preprocess.py` | tokenisation, vocabularies, detokenisation |
+)MD";
+  s += transformer
+           ? "| `model.py` | the model as PyTorch modules (`Seq2Seq`: `nn.Embedding`, "
+             "`nn.Transformer`, the output layer), the loss, greedy and beam search |\n"
+           : "| `model.py` | the model as PyTorch modules (`Encoder`, one class per attention "
+             "variant, `Decoder`, `Seq2Seq`), the loss, greedy and beam search |\n";
+  s += R"MD(| `preprocess.py` | tokenisation, vocabularies, detokenisation |
 | `translate.py` | the command line above |
 | `config.json` | the model's shape |
-| `weights.safetensors` | the parameters, float32, under Tapestry's names (which are PyTorch's: `encoder.rnn.weight_ih_l0_reverse`, `decoder.cells.0.bias_hh`, ...) |
-| `src_vocab.json`, `tgt_vocab.json` | the tokens in id order |
+)MD";
+  s += transformer
+           ? "| `weights.safetensors` | the parameters, float32, under Tapestry's names (which are "
+             "those of `Seq2Seq` and `nn.Transformer`: `src_emb.weight`, "
+             "`transformer.encoder.layers.0.self_attn.in_proj_weight`, "
+             "`transformer.decoder.norm.bias`, `generator.bias`, ...) |\n"
+           : "| `weights.safetensors` | the parameters, float32, under Tapestry's names (which are "
+             "PyTorch's: `encoder.rnn.weight_ih_l0_reverse`, `decoder.cells.0.bias_hh`, ...) |\n";
+  s += R"MD(| `src_vocab.json`, `tgt_vocab.json` | the tokens in id order |
 | `preprocess.json` | the tokenisation mode |
+)MD";
+  return s;
+}
 
+constexpr const char* kConventionsRnn = R"MD(
 ## Conventions
 
 Notation: S_b the real length of source sentence b, its positions j = 0..S_b-1; decoder step
@@ -179,13 +247,59 @@ encoder states, E y the embedding of token y.
   reaches p_t through the Gaussian.
 - **Dropout** (when the rate is above 0, in training mode only) acts on the embeddings, between
   recurrent layers and on the output layer's input.
+)MD";
 
+constexpr const char* kConventionsTransformer = R"MD(
+## Conventions
+
+Notation: S_b the real length of source sentence b, its positions j = 0..S_b-1; decoder
+position t = 0, 1, ... reads y_t (y_0 = `<bos>`) and predicts y_{t+1}; d, h as above; E y the
+embedding of token y.
+
+- **Special ids**, in both vocabularies: `<pad>` 0, `<bos>` 1, `<eos>` 2, `<unk>` 3. A token
+  not in the vocabulary becomes `<unk>`.
+- **Framing.** A source is its tokens only (no `<bos>`, no `<eos>`), padded with `<pad>` after
+  its end. For a target y_1..y_n the decoder reads `<bos>` y_1 .. y_n and predicts y_1 .. y_n
+  `<eos>`. The loss is the mean of -log p over those n + 1 tokens of every sentence in the
+  batch (padding never counts), with the softmax over the whole target vocabulary.
+- **Inputs**: x_p = dropout(E y_p sqrt(d) + P_p) at every position p from 0, the source's and
+  the target's alike, each with its own embedding. Sinusoidal positions are Vaswani et al.'s,
+  P[p, 2i] = sin(p / 10000^(2i/d)) and P[p, 2i+1] = cos(p / 10000^(2i/d)), computed in float64
+  and rounded; learned positions are the rows of `src_pos.weight` and `tgt_pos.weight`, so a
+  source may have at most max_positions tokens and decoding may take at most max_positions
+  steps (past them, as in Tapestry, it stops with an error).
+- **Layers** are `torch.nn.TransformerEncoderLayer` and `TransformerDecoderLayer` with
+  `batch_first=True`. Post-norm: x = norm1(x + dropout(SelfAttn(x))), then in the decoder
+  x = norm2(x + dropout(CrossAttn(x, memory))), then x = norm(x + dropout(FFN(x))) with the
+  layer's last norm (norm2 in the encoder, norm3 in the decoder). Pre-norm moves each norm onto
+  the sublayer's input: x = x + dropout(SelfAttn(norm1(x))), and so on. FFN(x) =
+  linear2(dropout(act(linear1(x)))), act ReLU or the exact GELU (x Phi(x), with erf).
+  LayerNorm's epsilon is 1e-5. Each stack ends with a LayerNorm (`transformer.encoder.norm`,
+  `transformer.decoder.norm`), in either placement.
+- **Attention** is `torch.nn.MultiheadAttention`: `in_proj_weight` (3d x d) stacks W_q, W_k and
+  W_v in that order (`in_proj_bias` likewise), each head takes d/h of the projected columns,
+  weights softmax(Q K^T / sqrt(d/h)), then `out_proj`. The source's padding is left out of
+  every softmax over source positions (the encoder's self-attention, the decoder's
+  cross-attention): it gets weight exactly 0. The decoder's self-attention is causal (position
+  t sees positions 0..t).
+- **Output**: logits = h W^T + b over the target vocabulary, h the decoder stack's output; W is
+  `generator.weight`, or the target embedding when it is shared.
+- **Decoding steps**: the decoder runs over the whole prefix `<bos>` y_1 .. y_t at every step
+  and its last position predicts y_{t+1} (`nn.Transformer` keeps no key/value cache; Tapestry
+  computes only the new position against its caches, the same numbers to rounding).
+- **Dropout** (when the rate is above 0, in training mode only) acts on the inputs x_p, on each
+  sublayer's output, inside the feed-forward block and on the attention weights.
+)MD";
+
+constexpr const char* kDecoding = R"MD(
 ## Decoding
 
 - Each step's log-probabilities are a log-softmax over the tokens a translation may hold
   (`<eos>` and up): `<pad>` and `<bos>` are never produced.
 - A sentence of S_b tokens stops after ceil(max_len_ratio * S_b) + max_len_extra steps
-  (`<eos>` counted; 2 and 5 by default), or at `<eos>`.
+  (`<eos>` counted; 2 and 5 by default) but never more than 4096, or at `<eos>`. `translate.py`
+  cuts a line of more than 1024 tokens to its first 1024, as `tapestry translate` does, and
+  says so on standard error.
 - **Greedy** takes the most probable token, the lowest id among equals.
 - **Beam search** (width k) ranks every continuation of every live hypothesis by its total
   log-probability (equal totals: the lower slot, then the lower token id first) and walks the
@@ -210,10 +324,16 @@ its last digit.
 }  // namespace
 
 std::string pytorch_readme(const models::SavedModel& m, const std::string& source) {
+  if (m.model->is_transformer())
+    return "# A Tapestry model, exported to PyTorch\n\nA Transformer encoder-decoder trained by "
+           "Tapestry, as plain PyTorch modules around `torch.nn.Transformer`, with its weights, "
+           "vocabularies and tokenisation, and a translation script.\n\n## This model\n\n" +
+           this_transformer(m, source) + kUseTransformer + kUsage + files_table(true) +
+           kConventionsTransformer + kDecoding;
   return "# A Tapestry model, exported to PyTorch\n\nAn RNN encoder-decoder with attention "
          "trained by Tapestry, as plain PyTorch modules, with its weights, vocabularies and "
          "tokenisation, and a translation script.\n\n## This model\n\n" +
-         this_model(m, source) + kUsage;
+         this_rnn(m, source) + kUseRnn + kUsage + files_table(false) + kConventionsRnn + kDecoding;
 }
 
 }  // namespace tapestry::cli

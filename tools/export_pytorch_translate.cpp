@@ -25,7 +25,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import DecodeOptions, decode, load_model, make_batch  # noqa: E402
+from model import MAX_SOURCE_TOKENS, DecodeOptions, decode, load_model, make_batch  # noqa: E402
 from preprocess import Preprocess, Vocab  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -73,13 +73,25 @@ def batches_by_length(pairs, batch_size):
 
 
 def translate_lines(model, prep, src_vocab, tgt_vocab, lines, options, batch_size):
-    """Per line, its n-best (text, score) list; [] for a line with no tokens."""
-    pairs, where = [], []
+    """Per line, its n-best (text, score) list; [] for a line with no tokens. A line of more
+    than MAX_SOURCE_TOKENS tokens is cut to its first MAX_SOURCE_TOKENS, as tapestry translate
+    cuts it (said on standard error: the first 5 lines, then a count)."""
+    pairs, where, cut = [], [], 0
     for i, line in enumerate(lines):
         tokens = prep.tokenize(line)
+        if len(tokens) > MAX_SOURCE_TOKENS:
+            cut += 1
+            if cut <= 5:
+                print(f"translate.py: line {i + 1}: {len(tokens)} tokens, more than the "
+                      f"{MAX_SOURCE_TOKENS} a sentence may have; translating its first "
+                      f"{MAX_SOURCE_TOKENS}", file=sys.stderr)
+            tokens = tokens[:MAX_SOURCE_TOKENS]
         if tokens:
             pairs.append((src_vocab.encode(tokens), None))
             where.append(i)
+    if cut > 5:
+        print(f"translate.py: {cut} lines were cut to their first {MAX_SOURCE_TOKENS} tokens",
+              file=sys.stderr)
     out = [[] for _ in lines]
     for rows in batches_by_length(pairs, batch_size):
         hyps = decode(model, make_batch([pairs[r] for r in rows]), options)
@@ -120,7 +132,8 @@ def parse_args(argv):
     p.add_argument("--nbest", type=int, default=1,
                    help="translations per sentence, at most the beam width [1]")
     p.add_argument("--max-len-ratio", type=float, default=2.0,
-                   help="stop after ratio * source length + max-len-extra tokens [2]")
+                   help="stop after ratio * source length + max-len-extra tokens, at most "
+                        "4096 [2]")
     p.add_argument("--max-len-extra", type=int, default=5, help="see --max-len-ratio [5]")
     p.add_argument("--length-penalty", type=float, default=1.0,
                    help="rank by log p / length^alpha [1]")
@@ -134,7 +147,7 @@ def parse_args(argv):
         p.error("--beam, --nbest and --batch-size must be at least 1")
     if args.nbest > args.beam:
         p.error(f"--nbest {args.nbest} is larger than --beam {args.beam}")
-    if args.max_len_ratio < 0 or args.max_len_extra < 0 or args.length_penalty < 0:
+    if not (args.max_len_ratio >= 0 and args.max_len_extra >= 0 and args.length_penalty >= 0):
         p.error("--max-len-ratio, --max-len-extra and --length-penalty must not be negative")
     return args
 
