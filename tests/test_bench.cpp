@@ -1,9 +1,11 @@
-// tapestry bench: the reference's synthetic data rules, its FLOP formula, its parameter count, and
-// a short run of the command whose RESULT line carries every key the comparison script reads.
+// tapestry bench: the references' synthetic data rules, FLOP formulas and parameter counts (the RNN
+// and the Transformer), and short runs of the command whose RESULT line carries every key the
+// comparison script reads.
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -338,6 +340,184 @@ TEST_CASE("tapestry bench refuses bad flags", "[bench]") {
   r = run_bench("--itres 3");
   CHECK(r.status == 2);
   CHECK_THAT(r.output, Catch::Matchers::Contains("did you mean --iters"));
+}
+
+TEST_CASE("the Transformer presets, model and FLOP count are torch_transformer.py's", "[bench]") {
+  BenchShape t = bench_preset("tiny", models::Arch::transformer);
+  CHECK(t.arch == models::Arch::transformer);
+  CHECK(t.source_vocab() == 32);
+  CHECK(t.target_vocab() == 32);
+  CHECK(t.d_model == 64);
+  CHECK(t.enc_layers == 2);
+  CHECK(t.dec_layers == 2);
+  CHECK(t.heads == 4);
+  CHECK(t.ffn == 128);
+  CHECK(t.batch == 1);
+  CHECK(t.src_len == 10);
+  CHECK(t.warmup == 20);
+  CHECK(t.iters == 200);
+  CHECK(t.dropout == 0.1);
+  BenchShape m = bench_preset("medium", models::Arch::transformer);
+  CHECK(m.d_model == 256);
+  CHECK(m.enc_layers == 3);
+  CHECK(m.heads == 8);
+  CHECK(m.ffn == 512);
+  CHECK(m.batch == 64);
+  CHECK(m.tgt_len == 20);
+  CHECK(m.decode_iters == 8);
+  // Its README's parameter counts, and the model's own.
+  struct Case {
+    const char* preset;
+    int64_t params;
+  };
+  for (const Case& c : {Case{"tiny", 173856}, Case{"small", 1048040}, Case{"medium", 10106688}}) {
+    INFO(c.preset);
+    const models::Seq2SeqConfig config =
+        bench_model_config(bench_preset(c.preset, models::Arch::transformer), 0);
+    CHECK(config.transformer());
+    CHECK(config.norm == nn::NormPlace::post);
+    CHECK(config.activation == nn::Activation::relu);
+    CHECK(config.positions == models::Positions::sinusoidal);
+    CHECK_FALSE(config.share_embeddings);
+    CHECK(config.parameter_count() == c.params);
+  }
+  models::Seq2Seq tiny(bench_model_config(t, 0));
+  CHECK(tiny.num_parameters() == 173856);
+  // README: "A `medium` step is 46.64 GFLOP"; the rest by hand from its formula at d = 2, f = 3,
+  // B = 1, S = 2, T = 1, V = 5, one layer each: encoder 2*2*(16 + 12) + 4*4*2 = 144, decoder
+  // 2*(24 + 12) + 2*2*2*4 + 4*2 + 4*2*2 = 72 + 32 + 8 + 16 = 128, output 2*2*5 = 20.
+  CHECK(transformer_train_gemm_flops(m).training * 1e-9 == Approx(46.64).margin(0.005));
+  BenchShape h;
+  h.arch = models::Arch::transformer;
+  h.vocab = 5, h.d_model = 2, h.ffn = 3, h.batch = 1, h.src_len = 2, h.tgt_len = 1;
+  h.enc_layers = h.dec_layers = 1;
+  CHECK(train_gemm_flops(h, 0).forward == 144 + 128 + 20);
+  CHECK(train_gemm_flops(h, 0).training == 3 * (144 + 128 + 20));
+  // Decoding, README: 83.7 GFLOP for a `medium` batch; with T = 1 the encoder, one decoder step
+  // and the output layer of that position: the training forward.
+  CHECK(transformer_decode_gemm_flops(m) * 1e-9 == Approx(83.7).margin(0.05));
+  CHECK(transformer_decode_gemm_flops(h) == 144 + 128 + 20);
+  // Different vocabularies: the batches draw each side's tokens from its own.
+  h.src_vocab = 6, h.tgt_vocab = 40, h.batch = 64, h.src_len = 5, h.tgt_len = 5;
+  Rng rng(1);
+  std::set<int32_t> src, tgt;
+  for (const Batch& b : make_bench_batches(h, rng)) {
+    src.insert(b.src.begin(), b.src.end());
+    tgt.insert(b.tgt_out.begin(), b.tgt_out.end());
+  }
+  CHECK(src == std::set<int32_t>{0, 3, 4, 5});
+  CHECK(*tgt.rbegin() == 39);
+}
+
+TEST_CASE("tapestry bench --arch transformer prints the reference's RESULT keys", "[bench]") {
+  Run r = run_bench(
+      "--arch transformer --config tiny --iters 3 --warmup 2 --decode-iters 3 --threads 1");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto at = r.output.rfind("RESULT ");
+  REQUIRE(at != std::string::npos);
+  const auto end = r.output.find('\n', at);
+  nlohmann::json res = nlohmann::json::parse(r.output.substr(at + 7, end - at - 7));
+  // torch_transformer.py's keys (the phase medians only with --phases, as for the RNN).
+  for (const char* key : {"train_ms_median",
+                          "train_ms_min",
+                          "train_ms_p90",
+                          "train_tok_s",
+                          "train_real_tok_s",
+                          "loss_first",
+                          "loss_last",
+                          "gemm_gflop_per_step",
+                          "train_gflops",
+                          "decode_ms_median",
+                          "decode_ms_min",
+                          "decode_sent_s",
+                          "decode_tok_s",
+                          "decode_gemm_gflop",
+                          "decode_gflops",
+                          "peak_rss_mb",
+                          "params",
+                          "src_vocab",
+                          "tgt_vocab",
+                          "d_model",
+                          "enc_layers",
+                          "dec_layers",
+                          "heads",
+                          "ffn",
+                          "batch",
+                          "src_len",
+                          "tgt_len",
+                          "threads",
+                          "blas_threads"}) {
+    INFO(key);
+    REQUIRE(res.contains(key));
+    REQUIRE(res[key].is_number());
+    CHECK(res[key].get<double>() > 0);
+  }
+  CHECK(res["model"] == "transformer");
+  CHECK(res["config"] == "tiny");
+  CHECK(res["params"] == 173856);
+  CHECK(res["d_model"] == 64);
+  CHECK(res["dropout"].get<double>() == 0.1);
+  CHECK(res["tgt_len"] == 10);
+  // The heap is counted in the program (its operator new), the pool's new blocks always.
+  REQUIRE(res.contains("train_heap_allocs_per_step"));
+  CHECK(res["train_heap_allocs_per_step"].get<double>() >= 0);
+  CHECK(res["train_new_blocks_per_step"].get<double>() >= 0);
+  const double ms = res["train_ms_median"].get<double>();
+  CHECK(res["train_tok_s"].get<double>() == Approx(10 / (ms * 1e-3)));
+  CHECK(res["decode_sent_s"].get<double>() ==
+        Approx(1 / (res["decode_ms_median"].get<double>() * 1e-3)));
+  CHECK(res["decode_gflops"].get<double>() ==
+        Approx(res["decode_gemm_gflop"].get<double>() /
+               (res["decode_ms_median"].get<double>() * 1e-3)));
+  CHECK_THAT(r.output, Catch::Matchers::Contains("layers=2+2 heads=4 ffn=128"));
+  // The flags override the preset, as the reference's do.
+  r = run_bench(
+      "--arch transformer --config tiny --src-vocab 9 --tgt-vocab 11 --d-model 8 --heads 2 "
+      "--ffn 6 --enc-layers 1 --dec-layers 2 --dropout 0 --batch 2 --src-len 4 --tgt-len 3 "
+      "--iters 1 --warmup 0 --decode-iters 1 --threads 1");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto at2 = r.output.rfind("RESULT ");
+  REQUIRE(at2 != std::string::npos);
+  res = nlohmann::json::parse(r.output.substr(at2 + 7, r.output.find('\n', at2) - at2 - 7));
+  BenchShape s;
+  s.arch = models::Arch::transformer;
+  s.src_vocab = 9, s.tgt_vocab = 11, s.d_model = 8, s.heads = 2, s.ffn = 6, s.enc_layers = 1;
+  s.dec_layers = 2;
+  CHECK(res["params"] == bench_model_config(s, 0).parameter_count());
+  CHECK(res["dropout"].get<double>() == 0);
+  CHECK(res["src_vocab"] == 9);
+  CHECK(res["tgt_vocab"] == 11);
+}
+
+TEST_CASE("tapestry bench --arch transformer refuses bad flags in one line", "[bench]") {
+  struct Case {
+    const char* args;
+    const char* says;
+  };
+  for (const Case& c : {
+           Case{"--arch transformer --emb 32",
+                "--emb applies to --arch rnn, not --arch transformer"},
+           Case{"--arch transformer --bidir", "--bidir applies to --arch rnn"},
+           Case{"--d-model 64", "--d-model applies to --arch transformer, not --arch rnn"},
+           Case{"--dropout 0.1", "--dropout applies to --arch transformer"},
+           Case{"--arch transformer --d-model 30 --heads 4", "multiple of --heads 4"},
+           Case{"--arch transformer --d-model 63 --heads 1", "--d-model 63 must be even"},
+           Case{"--arch transformer --heads 0", "--heads must be at least 1"},
+           Case{"--arch transformer --tgt-vocab 3", "--tgt-vocab must be at least 4"},
+           Case{"--arch transformer --enc-layers 9", "--enc-layers"},
+           Case{"--arch transformer --dropout 1", "--dropout"},
+           Case{"--arch lstm", "transformer"},
+       }) {
+    INFO(c.args);
+    Run r = run_bench(c.args);
+    INFO(r.output);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Catch::Matchers::Contains(c.says));
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    CHECK_THAT(r.output, Catch::Matchers::StartsWith("tapestry bench: "));
+  }
 }
 
 TEST_CASE("the bench model computes the reference's loss and gradients", "[bench][torch]") {

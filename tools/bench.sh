@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Runs `tapestry bench` and the PyTorch reference (../shared/bench/torch_seq2seq.py) alternately on
-# this machine and prints, per preset, both speeds and their ratio (medians over rounds).
+# Runs `tapestry bench` and the PyTorch references (../shared/bench/torch_seq2seq.py for the RNN,
+# torch_transformer.py for the Transformer) alternately on this machine and prints, per
+# architecture and preset, both speeds and their ratios (medians over rounds).
 set -euo pipefail
 
 usage() {
   cat <<'EOF'
-usage: tools/bench.sh [--rounds N] [--presets "tiny small medium"] [--bidir]
-                      [--tapestry-threads "1 2"] [--no-build] [--no-peak] [--out DIR]
+usage: tools/bench.sh [--rounds N] [--presets "tiny small medium"] [--archs "rnn transformer"]
+                      [--bidir] [--tapestry-threads "1 2"] [--no-build] [--no-peak] [--out DIR]
 
 Builds Tapestry (tools/build.sh), measures OpenBLAS sgemm's peak once per thread count
-(../shared/bench/sgemm_peak.c, compiled into the build directory), then for every preset runs
-N rounds; a round runs `tapestry bench` at each --tapestry-threads setting and the PyTorch
-reference at each of its thread settings (--threads 1; --threads 1 --blas-threads 2;
+(../shared/bench/sgemm_peak.c, compiled into the build directory), then for every architecture
+and preset runs N rounds; a round runs `tapestry bench --arch A` at each --tapestry-threads
+setting and the PyTorch reference (torch_seq2seq.py for rnn, torch_transformer.py for
+transformer) at each of its thread settings (--threads 1; --threads 1 --blas-threads 2;
 --threads 2: Debian's torch uses OpenBLAS, whose pool competes with torch's own, see the
 reference README). Each side is compared at its best setting: the one with the best median
 over the rounds, chosen separately for training and for decoding. Every run is wrapped in
@@ -19,13 +21,15 @@ over the rounds, chosen separately for training and for decoding. Every run is w
 
   --rounds N             rounds per preset [3]
   --presets LIST         presets to run, in order ["tiny small medium"]
-  --bidir                bidirectional encoder on both sides
+  --archs LIST           architectures to run, in order ["rnn transformer"]
+  --bidir                bidirectional encoder on both sides (rnn only)
   --tapestry-threads L   core counts tried for Tapestry ["1 2"]
   --no-build             use the existing build (TAPESTRY_BUILD_DIR, default build/)
   --no-peak              skip the sgemm peak (no % of peak column)
   --out DIR              keep every run's output there [BUILD/bench-DATE]
 
-Ratios are Tapestry / PyTorch: above 1, Tapestry is faster. The machine may be shared; the
+Speed ratios are Tapestry / PyTorch: above 1, Tapestry is faster; the memory ratio is
+Tapestry's peak RSS / PyTorch's: below 1, Tapestry needs less. The machine may be shared; the
 load average is printed before and after, and medians over rounds damp the noise.
 Environment: TAPESTRY_REFERENCE_DIR (default ../shared/bench from the repository root),
 PYTHON (default /usr/bin/python3, the interpreter with Debian's torch).
@@ -44,6 +48,7 @@ ref_dir=${TAPESTRY_REFERENCE_DIR:-$root/../shared/bench}
 python=${PYTHON:-/usr/bin/python3}
 rounds=3
 presets="tiny small medium"
+archs="rnn transformer"
 bidir=()
 tapestry_threads="1 2"
 do_build=1
@@ -56,6 +61,8 @@ while (($#)); do
       rounds=$2; shift 2 ;;
     --presets) [[ -n ${2:-} ]] || die "--presets needs a list, e.g. \"tiny small\""
       presets=$2; shift 2 ;;
+    --archs) [[ -n ${2:-} ]] || die "--archs needs a list, e.g. \"rnn transformer\""
+      archs=$2; shift 2 ;;
     --bidir) bidir=(--bidir); shift ;;
     --tapestry-threads) [[ ${2:-} =~ ^[0-9]+( [0-9]+)*$ ]] ||
         die "--tapestry-threads needs thread counts, e.g. \"1 2\""
@@ -71,6 +78,9 @@ done
 for p in $presets; do
   case $p in tiny|small|medium) ;; *) die "unknown preset '$p' (valid: tiny, small, medium)" ;; esac
 done
+for a in $archs; do
+  case $a in rnn|transformer) ;; *) die "unknown architecture '$a' (valid: rnn, transformer)" ;; esac
+done
 
 [[ -x /usr/bin/time ]] || die "/usr/bin/time not found (apt-get install time): it measures peak RSS"
 command -v python3 >/dev/null || die "python3 not found: it reads the RESULT lines"
@@ -82,14 +92,20 @@ fi
 tapestry="$build_dir/tapestry"
 [[ -x $tapestry ]] || die "$tapestry not found (build first, or drop --no-build)"
 
+# The reference of each architecture.
+reference_of() {
+  case $1 in rnn) echo "$ref_dir/torch_seq2seq.py" ;; transformer) echo "$ref_dir/torch_transformer.py" ;; esac
+}
 have_torch=0
-reference="$ref_dir/torch_seq2seq.py"
-if [[ ! -f $reference ]]; then
-  echo "PyTorch reference not found at $reference (set TAPESTRY_REFERENCE_DIR): showing Tapestry only"
-elif ! [[ -x $python ]] || ! "$python" -c 'import torch' 2>/dev/null; then
+if ! [[ -x $python ]] || ! "$python" -c 'import torch' 2>/dev/null; then
   echo "PyTorch not installed (apt-get install python3-torch): showing Tapestry only"
 else
   have_torch=1
+  for a in $archs; do
+    [[ -f $(reference_of "$a") ]] && continue
+    echo "PyTorch reference not found at $(reference_of "$a") (set TAPESTRY_REFERENCE_DIR): showing Tapestry only"
+    have_torch=0
+  done
 fi
 
 out=${out:-$build_dir/bench-$(date +%Y%m%d-%H%M%S)}
@@ -130,10 +146,10 @@ EOF
 fi
 
 # Runs one benchmark under /usr/bin/time -v and appends its RESULT, labelled, to results.jsonl.
-run_one() {  # impl label preset round command...
-  local impl=$1 label=$2 preset=$3 round=$4
-  shift 4
-  local log="$out/$preset-$impl-$label-r$round"
+run_one() {  # impl label arch preset round command...
+  local impl=$1 label=$2 arch=$3 preset=$4 round=$5
+  shift 5
+  local log="$out/$arch-$preset-$impl-$label-r$round"
   if ! /usr/bin/time -v -o "$log.time" "$@" >"$log.out" 2>"$log.err"; then
     die "$impl ($label) failed on $preset: $* (output in $log.out, $log.err)"
   fi
@@ -143,51 +159,57 @@ run_one() {  # impl label preset round command...
   rss=$(awk -F: '/Maximum resident set size/ {gsub(/ /, "", $2); print $2}' "$log.time")
   python3 -c 'import json, sys
 r = json.loads(sys.argv[1])
-r.update(impl=sys.argv[2], label=sys.argv[3], preset=sys.argv[4], round=int(sys.argv[5]),
-         time_rss_mb=int(sys.argv[6]) / 1024)
-print(json.dumps(r))' "$result" "$impl" "$label" "$preset" "$round" "${rss:-0}" >>"$results"
-  printf '  %-8s %-9s %-6s round %d: train %9.2f ms, decode %9.2f ms\n' "$impl" "$label" \
-    "$preset" "$round" "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["train_ms_median"])' "$result")" \
+r.update(impl=sys.argv[2], label=sys.argv[3], arch=sys.argv[4], preset=sys.argv[5],
+         round=int(sys.argv[6]), time_rss_mb=int(sys.argv[7]) / 1024)
+print(json.dumps(r))' "$result" "$impl" "$label" "$arch" "$preset" "$round" "${rss:-0}" >>"$results"
+  printf '  %-8s %-9s %-11s %-6s round %d: train %9.2f ms, decode %9.2f ms\n' "$impl" "$label" \
+    "$arch" "$preset" "$round" "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["train_ms_median"])' "$result")" \
     "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("decode_ms_median", 0))' "$result")"
 }
 
-for preset in $presets; do
-  echo "# $preset: $rounds rounds"
-  for ((r = 1; r <= rounds; ++r)); do
-    for t in $tapestry_threads; do
-      # Tapestry spreads a batch over t cores itself, OpenBLAS single-threaded inside each (set
-      # in the environment too: OpenBLAS starts its own pool when it loads).
-      run_one tapestry "t$t" "$preset" "$r" env OPENBLAS_NUM_THREADS=1 "$tapestry" bench \
-        --config "$preset" --threads "$t" "${bidir[@]}"
+for arch in $archs; do
+  reference=$(reference_of "$arch")
+  flags=()  # --bidir is the RNN's
+  [[ $arch = rnn ]] && flags=("${bidir[@]}")
+  for preset in $presets; do
+    echo "# $arch $preset: $rounds rounds"
+    for ((r = 1; r <= rounds; ++r)); do
+      for t in $tapestry_threads; do
+        # Tapestry spreads a batch over t cores itself, OpenBLAS single-threaded inside each (set
+        # in the environment too: OpenBLAS starts its own pool when it loads).
+        run_one tapestry "t$t" "$arch" "$preset" "$r" env OPENBLAS_NUM_THREADS=1 "$tapestry" bench \
+          --arch "$arch" --config "$preset" --threads "$t" "${flags[@]}"
+      done
+      if ((have_torch)); then
+        run_one pytorch t1 "$arch" "$preset" "$r" "$python" "$reference" --config "$preset" \
+          --threads 1 "${flags[@]}"
+        run_one pytorch t1b2 "$arch" "$preset" "$r" "$python" "$reference" --config "$preset" \
+          --threads 1 --blas-threads 2 "${flags[@]}"
+        run_one pytorch t2 "$arch" "$preset" "$r" "$python" "$reference" --config "$preset" \
+          --threads 2 "${flags[@]}"
+      fi
     done
-    if ((have_torch)); then
-      run_one pytorch t1 "$preset" "$r" "$python" "$reference" --config "$preset" --threads 1 \
-        "${bidir[@]}"
-      run_one pytorch t1b2 "$preset" "$r" "$python" "$reference" --config "$preset" --threads 1 \
-        --blas-threads 2 "${bidir[@]}"
-      run_one pytorch t2 "$preset" "$r" "$python" "$reference" --config "$preset" --threads 2 \
-        "${bidir[@]}"
-    fi
   done
 done
 echo "# done: $(uptime | sed 's/.*load/load/')"
 echo
 ((have_torch)) || echo "(PyTorch not run: see the first lines)"
 
-python3 - "$results" "$peaks" "$presets" <<'EOF'
+python3 - "$results" "$peaks" "$presets" "$archs" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 peaks = json.load(open(sys.argv[2]))
 presets = sys.argv[3].split()
+archs = sys.argv[4].split()
 
 def med(runs, key):
     return statistics.median(r[key] for r in runs)
 
-def best(impl, preset, key):
+def best(impl, arch, preset, key):
     """(label, median, runs) of the setting with the best median of `key` (higher is better)."""
     groups = {}
     for r in rows:
-        if r["impl"] == impl and r["preset"] == preset:
+        if r["impl"] == impl and r["arch"] == arch and r["preset"] == preset:
             groups.setdefault(r["label"], []).append(r)
     if not groups:
         return None
@@ -206,21 +228,32 @@ def num(x, fmt="{:,.0f}"):
 def ratio(a, b):
     return "-" if a is None or b is None else f"{a / b:.2f}x"
 
-head = ["preset", "train tok/s T", "train tok/s P", "ratio", "decode sent/s T", "decode sent/s P",
-        "ratio", "GFLOP/s T (%peak)", "GFLOP/s P (%peak)", "RSS MB T", "RSS MB P"]
+def ms(b, key):
+    return None if b is None else med(b[2], key)
+
+# Speeds as ms per batch; the speedups are the ratios of the best settings' tokens (training) or
+# sentences (decoding) per second, the same as the inverse ratio of their ms. Memory: the peak RSS
+# of the best training setting's runs, Tapestry's over PyTorch's.
+head = ["arch", "preset", "train ms T", "train ms P", "speedup", "decode ms T", "decode ms P",
+        "speedup", "GFLOP/s T (%peak)", "GFLOP/s P (%peak)", "RSS MB T", "RSS MB P", "RSS T/P"]
 table, notes = [], []
-for preset in presets:
-    tt, pt = best("tapestry", preset, "train_tok_s"), best("pytorch", preset, "train_tok_s")
-    td, pd = best("tapestry", preset, "decode_sent_s"), best("pytorch", preset, "decode_sent_s")
+for arch, preset in ((a, p) for a in archs for p in presets):
+    tt = best("tapestry", arch, preset, "train_tok_s")
+    pt = best("pytorch", arch, preset, "train_tok_s")
+    td = best("tapestry", arch, preset, "decode_sent_s")
+    pd = best("pytorch", arch, preset, "decode_sent_s")
     if tt is None:
         continue
     gf = lambda b: "-" if b is None else f"{med(b[2], 'train_gflops'):.1f} ({pct(b[2])})"
     rss = lambda b: "-" if b is None else f"{med(b[2], 'time_rss_mb'):,.0f}"
-    table.append([preset, num(tt[1]), num(pt and pt[1]), ratio(tt[1], pt and pt[1]),
-                  num(td and td[1]), num(pd and pd[1]), ratio(td and td[1], pd and pd[1]),
-                  gf(tt), gf(pt), rss(tt), rss(pt)])
+    mem = (f"{med(tt[2], 'time_rss_mb') / med(pt[2], 'time_rss_mb'):.2f}" if pt else "-")
+    table.append([arch, preset, num(ms(tt, "train_ms_median"), "{:,.2f}"),
+                  num(ms(pt, "train_ms_median"), "{:,.2f}"), ratio(tt[1], pt and pt[1]),
+                  num(ms(td, "decode_ms_median"), "{:,.2f}"),
+                  num(ms(pd, "decode_ms_median"), "{:,.2f}"), ratio(td and td[1], pd and pd[1]),
+                  gf(tt), gf(pt), rss(tt), rss(pt), mem])
     n = len(tt[2])
-    line = (f"{preset}: best settings: Tapestry train {tt[0]}, decode {td[0]}"
+    line = (f"{arch} {preset}: best settings: Tapestry train {tt[0]}, decode {td[0]}"
             + (f"; PyTorch train {pt[0]}, decode {pd[0]}" if pt else "")
             + f" (medians of {n} rounds); train ms/step T {med(tt[2], 'train_ms_median'):.2f}"
             + (f", P {med(pt[2], 'train_ms_median'):.2f}" if pt else ""))
@@ -229,20 +262,25 @@ for preset in presets:
                  f"{med(td[2], 'greedy_decode_sent_s'):,.0f} sent/s after "
                  f"{med(td[2], 'greedy_decode_steps_mean'):.1f} of {td[2][0]['tgt_len']} steps "
                  f"(the decode columns run all {td[2][0]['tgt_len']} steps, as the reference)")
+    if "train_heap_allocs_per_step" in tt[2][0]:
+        notes.append(f"  Tapestry's heap allocations per steady training step: "
+                     f"{med(tt[2], 'train_heap_allocs_per_step'):,.1f} operator new, "
+                     f"{med(tt[2], 'train_new_blocks_per_step'):,.1f} new tensor blocks")
     notes.append(f"  Tapestry's own getrusage peak: {med(tt[2], 'peak_rss_mb'):,.0f} MB; "
                  f"loss first -> last T {med(tt[2], 'loss_first'):.3f} -> "
                  f"{med(tt[2], 'loss_last'):.3f}"
                  + (f", P {med(pt[2], 'loss_first'):.3f} -> {med(pt[2], 'loss_last'):.3f}"
                     if pt else ""))
     for impl in ("tapestry", "pytorch"):
-        for label in sorted({r["label"] for r in rows if r["impl"] == impl and r["preset"] == preset}):
-            runs = [r for r in rows if r["impl"] == impl and r["preset"] == preset
-                    and r["label"] == label]
+        for label in sorted({r["label"] for r in rows if r["impl"] == impl
+                             and r["arch"] == arch and r["preset"] == preset}):
+            runs = [r for r in rows if r["impl"] == impl and r["arch"] == arch
+                    and r["preset"] == preset and r["label"] == label]
             notes.append(f"  {impl:8} {label:5} train tok/s per round: "
                          + ", ".join(f"{r['train_tok_s']:,.0f}" for r in runs)
                          + "; decode sent/s: "
                          + ", ".join(f"{r.get('decode_sent_s', 0):,.0f}" for r in runs))
-    params = {r["impl"]: r["params"] for r in rows if r["preset"] == preset}
+    params = {r["impl"]: r["params"] for r in rows if r["arch"] == arch and r["preset"] == preset}
     if len(set(params.values())) > 1:
         notes.append(f"  WARNING: the parameter counts differ: {params}")
     else:
@@ -257,7 +295,8 @@ print("  ".join("-" * w for w in widths))
 for r in table:
     print(fmt_row(r))
 print()
-print("T = Tapestry, P = PyTorch; ratio = T / P (above 1: Tapestry faster); RSS: /usr/bin/time -v")
+print("T = Tapestry, P = PyTorch, each at its best thread setting; speedup = P ms / T ms (above 1:")
+print("Tapestry faster); RSS: /usr/bin/time -v of the best training setting, T/P below 1: Tapestry smaller")
 if peaks:
     print("sgemm peak (best square shape, GFLOP/s): "
           + ", ".join(f"{t} thread(s) {p:.1f}" for t, p in sorted(peaks.items())))

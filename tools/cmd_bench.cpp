@@ -1,5 +1,6 @@
 // tapestry bench: times a training step and greedy decoding of the PyTorch reference's model on its
-// synthetic batches, and prints the reference's RESULT json (../shared/bench/torch_seq2seq.py).
+// synthetic batches, and prints the reference's RESULT json (../shared/bench/torch_seq2seq.py, or
+// torch_transformer.py for --arch transformer).
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -8,8 +9,11 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <span>
+#include <utility>
 
 #include "tapestry/core/blas.h"
+#include "tapestry/core/memory.h"
 #include "tapestry/core/packed.h"
 #include "tapestry/core/parallel.h"
 #include "tapestry/models/decode.h"
@@ -19,8 +23,11 @@
 #include "tools/bench_data.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
+#include "tools/heap_count.h"
 
 namespace tapestry::cli {
+
+HeapCounter heap_counter;
 
 using namespace models;
 
@@ -39,38 +46,59 @@ constexpr const char* kAbout =
     "with the reference's keys (train_tok_s counts the B*T decoder positions,\n"
     "gemm_gflop_per_step is the reference's analytic matrix-product count) and peak_rss_mb\n"
     "(getrusage).\n\n"
+    "--arch transformer times torch_transformer.py's model instead, on the same batches: separate\n"
+    "embeddings scaled by sqrt(d) plus sinusoidal positions, nn.Transformer's post-norm layers\n"
+    "(ReLU, dropout 0.1, a final LayerNorm per stack), an output layer; Adam lr 5e-4, betas\n"
+    "0.9/0.98, eps 1e-9, clipping at 1.0; greedy decoding of exactly T steps (Tapestry's decoder\n"
+    "caches keys and values; the reference recomputes the prefix, and decode_gflops counts its\n"
+    "work). Its RESULT has the reference's keys (model \"transformer\", src_vocab, d_model, "
+    "...).\n\n"
+    "train_heap_allocs_per_step counts the calls of operator new per timed training step once\n"
+    "every batch of the pool has been trained on (a steady step should make none);\n"
+    "train_new_blocks_per_step the tensor blocks the storage pool took from the system\n"
+    "allocator (TAPESTRY_HEAP_TRACE=1 prints each counted allocation's backtrace).\n\n"
     "Tapestry runs on --threads cores by training each batch as shards in parallel (and decoding\n"
     "half a batch per core), with OpenBLAS single-threaded inside each; set\n"
     "OPENBLAS_NUM_THREADS=1 as well, since OpenBLAS sizes its own pool when it loads.\n\n"
     "presets (V, E, H = A, B, S = T; warm-up, iterations):\n"
     "  tiny     32,   32,  64,  1, 10;  20, 200\n"
     "  small    1000, 64,  128, 32, 15;  5, 40\n"
-    "  medium   8000, 256, 512, 64, 20;  2, 8\n\n"
+    "  medium   8000, 256, 512, 64, 20;  2, 8\n"
+    "presets of --arch transformer (V, d, layers enc = dec, h, f, B, S = T; warm-up, iterations):\n"
+    "  tiny     32,   64,  2, 4, 128, 1,  10;  20, 200\n"
+    "  small    1000, 128, 2, 4, 256, 32, 15;  5, 40\n"
+    "  medium   8000, 256, 3, 8, 512, 64, 20;  2, 8\n\n"
     "examples:\n"
     "  tapestry bench --config small --threads 1\n"
-    "  tapestry bench --config tiny --iters 3 --warmup 1 --decode-iters 3";
+    "  tapestry bench --config tiny --iters 3 --warmup 1 --decode-iters 3\n"
+    "  tapestry bench --arch transformer --config medium --threads 2";
 
 struct BenchSettings {
-  std::string config = "small";
+  std::string config = "small", arch = "rnn";
   bool bidir = false;
   int64_t threads = 0;
   // -1: the preset's value
-  int64_t vocab = -1, emb = -1, hidden = -1, attn = -1, batch = -1, src_len = -1, tgt_len = -1;
+  int64_t vocab = -1, src_vocab = -1, tgt_vocab = -1;
+  int64_t emb = -1, hidden = -1, attn = -1;
+  int64_t d_model = -1, heads = -1, ffn = -1, enc_layers = -1, dec_layers = -1;
+  int64_t batch = -1, src_len = -1, tgt_len = -1;
   int64_t warmup = -1, iters = -1, decode_iters = -1;
   int64_t pool = 8, seed = 0, decode_shards = 2;
-  double lr = 1e-3, clip = 1.0, min_len_frac = 0.7, peak_gflops = 0;
+  double dropout = -1, lr = -1, clip = 1.0, min_len_frac = 0.7, peak_gflops = 0;
   bool decode = true, phases = false;
+
+  bool transformer() const { return arch == "transformer"; }
 
   void declare(Flags& f) {
     f.add("config", &config, "size preset; the flags below override single fields",
           bench_preset_names());
-    f.add_switch("bidir", &bidir, "bidirectional encoder (D = 2H)");
+    f.add(
+        "arch", &arch,
+        "rnn: torch_seq2seq.py's GRU with Bahdanau attention; transformer: torch_transformer.py's",
+        {"rnn", "transformer"});
     f.add("threads", &threads, "cores Tapestry uses (0: all)", 0, 256);
     f.section("sizes (-1: the preset's)");
     f.add("vocab", &vocab, "V: source and target vocabulary, with the specials", -1, 1 << 24);
-    f.add("emb", &emb, "E: embedding size", -1, 1 << 16);
-    f.add("hidden", &hidden, "H: encoder and decoder hidden size", -1, 1 << 16);
-    f.add("attn-size", &attn, "A: attention hidden size (-1: H)", -1, 1 << 16);
     f.add("batch", &batch, "B: sentences per batch", -1, 1 << 16);
     f.add("src-len", &src_len, "S: source length (rows are 70-100% of it)", -1, 1 << 16);
     f.add("tgt-len", &tgt_len, "T: target length with <eos>", -1, 1 << 16);
@@ -78,12 +106,29 @@ struct BenchSettings {
           1 << 20);
     f.add("iters", &iters, "timed training steps", -1, 1 << 20);
     f.add("decode-iters", &decode_iters, "timed greedy decodings", -1, 1 << 20);
+    f.section("sizes of --arch rnn (-1: the preset's)");
+    f.add_switch("bidir", &bidir, "bidirectional encoder (D = 2H)");
+    f.add("emb", &emb, "E: embedding size", -1, 1 << 16);
+    f.add("hidden", &hidden, "H: encoder and decoder hidden size", -1, 1 << 16);
+    f.add("attn-size", &attn, "A: attention hidden size (-1: H)", -1, 1 << 16);
+    f.section("sizes of --arch transformer (-1: the preset's)");
+    f.add("src-vocab", &src_vocab, "source vocabulary (-1: --vocab)", -1, 1 << 24);
+    f.add("tgt-vocab", &tgt_vocab, "target vocabulary (-1: --vocab)", -1, 1 << 24);
+    f.add("d-model", &d_model, "d: embedding and layer width (even, a multiple of --heads)", -1,
+          1 << 16);
+    f.add("heads", &heads, "h: attention heads", -1, kMaxHeads);
+    f.add("ffn", &ffn, "f: the feed-forward block's inner width", -1, 1 << 18);
+    f.add("enc-layers", &enc_layers, "encoder layers", -1, kMaxLayers);
+    f.add("dec-layers", &dec_layers, "decoder layers", -1, kMaxLayers);
+    f.add("dropout", &dropout, "dropout on embeddings, sublayers and attention weights (-1: 0.1)",
+          -1, 0.99);
     f.section("other");
     f.add("pool", &pool, "distinct batches, cycled", 1, 1 << 16);
     f.add("decode-shards", &decode_shards, "parts of the batch decoded in parallel", 1, 64);
     f.add("min-len-frac", &min_len_frac, "shortest row as a fraction of S and T", 0, 1);
     f.add("seed", &seed, "data and initialisation seed", 0, INT64_MAX);
-    f.add("lr", &lr, "Adam learning rate", 0, 1e9);
+    f.add("lr", &lr, "Adam learning rate (-1: the reference's, rnn 1e-3, transformer 5e-4)", -1,
+          1e9);
     f.add("clip", &clip, "global gradient norm clipping (0: off)", 0, 1e9);
     f.add("peak-gflops", &peak_gflops, "if given, report train_gflops as a fraction of it", 0, 1e9);
     f.add_switch("decode", &decode, "time greedy decoding");
@@ -91,15 +136,36 @@ struct BenchSettings {
                  "also time forward, backward and clip+Adam separately (extra iterations)");
   }
 
+  // The other architecture's size flags are refused, naming both (as `tapestry train` does).
+  void check(const Flags& f) const {
+    static const char* const rnn_only[] = {"bidir", "emb", "hidden", "attn-size"};
+    static const char* const transformer_only[] = {
+        "src-vocab", "tgt-vocab", "d-model", "heads", "ffn", "enc-layers", "dec-layers", "dropout"};
+    for (const char* flag : transformer() ? std::span<const char* const>(rnn_only)
+                                          : std::span<const char* const>(transformer_only))
+      if (f.given(flag))
+        throw UsageError{fmt::format("--{} applies to --arch {}, not --arch {}", flag,
+                                     transformer() ? "rnn" : "transformer", arch)};
+  }
+
+  double learning_rate() const { return lr >= 0 ? lr : transformer() ? 5e-4 : 1e-3; }
+
   // The preset with the flags' overrides, not yet checked.
   BenchShape overridden() const {
-    BenchShape s = bench_preset(config);
+    BenchShape s = bench_preset(config, transformer() ? Arch::transformer : Arch::rnn);
     auto over = [](int64_t& field, int64_t value) {
       if (value >= 0) field = value;
     };
     over(s.vocab, vocab), over(s.emb, emb), over(s.hidden, hidden), over(s.batch, batch);
     over(s.src_len, src_len), over(s.tgt_len, tgt_len), over(s.warmup, warmup);
     over(s.iters, iters), over(s.decode_iters, decode_iters);
+    over(s.d_model, d_model), over(s.heads, heads), over(s.ffn, ffn);
+    over(s.enc_layers, enc_layers), over(s.dec_layers, dec_layers);
+    if (transformer()) {
+      s.src_vocab = src_vocab >= 0 ? src_vocab : s.vocab;
+      s.tgt_vocab = tgt_vocab >= 0 ? tgt_vocab : s.vocab;
+      if (dropout >= 0) s.dropout = dropout;
+    }
     s.attn = attn >= 0 ? attn : s.hidden;
     s.bidir = bidir, s.pool = pool, s.min_len_frac = min_len_frac;
     return s;
@@ -110,10 +176,25 @@ struct BenchSettings {
     auto positive = [](const char* name, int64_t v) {
       if (v < 1) throw UsageError{fmt::format("--{} must be at least 1, got {}", name, v)};
     };
-    positive("emb", s.emb), positive("hidden", s.hidden), positive("attn-size", s.attn);
+    if (transformer()) {
+      positive("d-model", s.d_model), positive("heads", s.heads), positive("ffn", s.ffn);
+      positive("enc-layers", s.enc_layers), positive("dec-layers", s.dec_layers);
+      if (s.d_model % 2 != 0 || s.d_model % s.heads != 0)
+        throw UsageError{fmt::format(
+            "--d-model {} must be even (sinusoidal positions) and a multiple of --heads {}",
+            s.d_model, s.heads)};
+      using Named = std::pair<const char*, int64_t>;
+      for (auto [name, v] : {Named{"src-vocab", s.src_vocab}, Named{"tgt-vocab", s.tgt_vocab}})
+        if (v < 4)
+          throw UsageError{
+              fmt::format("--{} must be at least 4 (PAD, BOS, EOS and one word), got {}", name, v)};
+    } else {
+      positive("emb", s.emb), positive("hidden", s.hidden), positive("attn-size", s.attn);
+    }
     positive("batch", s.batch), positive("src-len", s.src_len), positive("iters", s.iters);
     if (decode) positive("decode-iters", s.decode_iters);
-    if (s.vocab < 4) throw UsageError{fmt::format("--vocab must be at least 4, got {}", s.vocab)};
+    if (!transformer() && s.vocab < 4)
+      throw UsageError{fmt::format("--vocab must be at least 4, got {}", s.vocab)};
     if (s.tgt_len < 2)
       throw UsageError{fmt::format("--tgt-len must be at least 2, got {}", s.tgt_len)};
     if (decode && s.src_len > kMaxSourceTokens)
@@ -152,10 +233,13 @@ struct BenchSettings {
     if (refusal.empty()) return;
     using Size = SizeFlag<BenchSettings>;
     static constexpr Size sizes[] = {
-        {"vocab", &BenchSettings::vocab},     {"emb", &BenchSettings::emb},
-        {"hidden", &BenchSettings::hidden},   {"attn-size", &BenchSettings::attn},
-        {"batch", &BenchSettings::batch},     {"src-len", &BenchSettings::src_len},
-        {"tgt-len", &BenchSettings::tgt_len}, {"pool", &BenchSettings::pool}};
+        {"vocab", &BenchSettings::vocab},           {"src-vocab", &BenchSettings::src_vocab},
+        {"tgt-vocab", &BenchSettings::tgt_vocab},   {"emb", &BenchSettings::emb},
+        {"hidden", &BenchSettings::hidden},         {"attn-size", &BenchSettings::attn},
+        {"d-model", &BenchSettings::d_model},       {"ffn", &BenchSettings::ffn},
+        {"enc-layers", &BenchSettings::enc_layers}, {"dec-layers", &BenchSettings::dec_layers},
+        {"batch", &BenchSettings::batch},           {"src-len", &BenchSettings::src_len},
+        {"tgt-len", &BenchSettings::tgt_len},       {"pool", &BenchSettings::pool}};
     const Size* blamed = most_to_blame<BenchSettings>(
         *this, sizes, [](const BenchSettings& t) { return need(t.overridden()); });
     const std::string flag = blamed ? fmt::format("--{} {}", blamed->flag, this->*blamed->field)
@@ -200,9 +284,10 @@ struct PhaseTimes {
 };
 
 PhaseTimes time_phases(Seq2Seq& model, const std::vector<Batch>& pool, const BenchShape& s,
-                       double lr, double clip) {
+                       const TrainOptions& o) {
   std::vector<nn::Parameter*> params = model.parameters();
-  nn::Adam adam(params, lr);
+  nn::Adam adam(params, o.lr, 0.9, o.adam_beta2, o.adam_eps);
+  const double clip = o.clip;
   Tape tape;
   std::vector<double> fwd, bwd, opt;
   model.train();
@@ -227,6 +312,23 @@ PhaseTimes time_phases(Seq2Seq& model, const std::vector<Batch>& pool, const Ben
   return {median(fwd) * 1e3, median(bwd) * 1e3, median(opt) * 1e3};
 }
 
+// Heap allocations over a stretch of steps: operator new calls (when the program counts them,
+// tools/heap_count.h) and the tensor blocks the storage pool took from the system.
+struct AllocationCount {
+  int64_t blocks_before = 0;
+  void start() {
+    blocks_before = static_cast<int64_t>(memory_stats().system_allocations);
+    heap_counter.allocations = 0;
+    heap_counter.counting = true;
+  }
+  // (operator new calls or -1 when not counted, new blocks)
+  std::pair<int64_t, int64_t> stop() {
+    heap_counter.counting = false;
+    const int64_t heap = heap_counter.installed ? heap_counter.allocations.load() : -1;
+    return {heap, static_cast<int64_t>(memory_stats().system_allocations) - blocks_before};
+  }
+};
+
 }  // namespace
 
 int cmd_bench(const Args& args) {
@@ -234,7 +336,9 @@ int cmd_bench(const Args& args) {
   Flags flags("tapestry bench [options]", kAbout);
   set.declare(flags);
   if (!flags.parse(args)) return 0;
+  set.check(flags);
   const BenchShape s = set.shape();
+  const bool transformer = set.transformer();
   set_parallel_threads(static_cast<int>(set.threads));
 
   Rng data_rng(static_cast<uint64_t>(set.seed));
@@ -242,24 +346,41 @@ int cmd_bench(const Args& args) {
   Seq2Seq model(bench_model_config(s, static_cast<uint64_t>(set.seed)));
   TrainOptions topt;
   topt.optimizer = "adam";
-  topt.lr = set.lr;
+  topt.lr = set.learning_rate();
   topt.clip = set.clip;
   topt.teacher_forcing = 1.0;
+  if (transformer) topt.adam_beta2 = 0.98, topt.adam_eps = 1e-9;  // torch_transformer.py's Adam
   Trainer trainer(model, topt);
   const int64_t n_params = model.num_parameters();
   const int blas_threads = blas::threads(), threads = parallel_threads();
-  fmt::print(
-      "# tapestry  threads={} blas_threads={} blas_core={}  config={} V={} E={} H={} A={} B={} "
-      "S={} T={} "
-      "bidir={} proj=batched params={}\n",
-      threads, blas_threads, blas::core_name(), set.config, s.vocab, s.emb, s.hidden, s.attn,
-      s.batch, s.src_len, s.tgt_len, s.bidir ? "True" : "False", n_params);
+  if (transformer)
+    fmt::print(
+        "# tapestry  threads={} blas_threads={} blas_core={}  config={} Vsrc={} Vtgt={} d={} "
+        "layers={}+{} heads={} ffn={} dropout={} B={} S={} T={} params={}\n",
+        threads, blas_threads, blas::core_name(), set.config, s.source_vocab(), s.target_vocab(),
+        s.d_model, s.enc_layers, s.dec_layers, s.heads, s.ffn, s.dropout, s.batch, s.src_len,
+        s.tgt_len, n_params);
+  else
+    fmt::print(
+        "# tapestry  threads={} blas_threads={} blas_core={}  config={} V={} E={} H={} A={} B={} "
+        "S={} T={} "
+        "bidir={} proj=batched params={}\n",
+        threads, blas_threads, blas::core_name(), set.config, s.vocab, s.emb, s.hidden, s.attn,
+        s.batch, s.src_len, s.tgt_len, s.bidir ? "True" : "False", n_params);
   std::fflush(stdout);
 
   std::vector<double> losses, times;
+  losses.reserve(static_cast<size_t>(s.warmup + s.iters));
+  times.reserve(static_cast<size_t>(s.iters));
   int64_t skipped = 0;
+  AllocationCount allocs;
+  // Allocations are counted over the timed steps that follow a first pass over the pool (a batch
+  // of new lengths may still grow the pools and buffers), or over the last step if there are none.
+  // The count runs across the loop's own bookkeeping too, which allocates nothing (reserved above).
+  const int64_t count_from = std::max(s.warmup, std::min(s.pool, s.warmup + s.iters - 1));
   for (int64_t i = 0; i < s.warmup + s.iters; ++i) {
     const Batch& batch = pool[static_cast<size_t>(i % s.pool)];
+    if (i == count_from) allocs.start();
     const auto t0 = Clock::now();
     const double loss = trainer.step(batch);
     const double dt = seconds_since(t0);
@@ -267,6 +388,7 @@ int cmd_bench(const Args& args) {
     if (!std::isfinite(trainer.last_grad_norm())) ++skipped;
     if (i >= s.warmup) times.push_back(dt);
   }
+  const auto [heap_allocs, new_blocks] = allocs.stop();
   const Summary tr = summarize(times);
   double real_tgt = 0, real_src = 0;
   for (const Batch& b : pool) {
@@ -280,16 +402,28 @@ int cmd_bench(const Args& args) {
 
   nlohmann::json res;
   res["impl"] = "tapestry";
+  if (transformer) res["model"] = "transformer";
   res["config"] = set.config;
   res["threads"] = threads;
   res["blas_threads"] = blas_threads;
   res["blas_core"] = blas::core_name();
-  res["bidir"] = s.bidir;
-  res["proj"] = "batched";
-  res["vocab"] = s.vocab;
-  res["emb"] = s.emb;
-  res["hid"] = s.hidden;
-  res["attn_dim"] = s.attn;
+  if (transformer) {
+    res["src_vocab"] = s.source_vocab();
+    res["tgt_vocab"] = s.target_vocab();
+    res["d_model"] = s.d_model;
+    res["enc_layers"] = s.enc_layers;
+    res["dec_layers"] = s.dec_layers;
+    res["heads"] = s.heads;
+    res["ffn"] = s.ffn;
+    res["dropout"] = s.dropout;
+  } else {
+    res["bidir"] = s.bidir;
+    res["proj"] = "batched";
+    res["vocab"] = s.vocab;
+    res["emb"] = s.emb;
+    res["hid"] = s.hidden;
+    res["attn_dim"] = s.attn;
+  }
   res["batch"] = s.batch;
   res["src_len"] = s.src_len;
   res["tgt_len"] = s.tgt_len;
@@ -304,14 +438,27 @@ int cmd_bench(const Args& args) {
   res["skipped_steps"] = skipped;
   res["gemm_gflop_per_step"] = flops.training * 1e-9;
   res["train_gflops"] = flops.training / tr.median * 1e-9;
+  const double per_step = 1.0 / static_cast<double>(s.warmup + s.iters - count_from);
+  if (heap_allocs >= 0)
+    res["train_heap_allocs_per_step"] = static_cast<double>(heap_allocs) * per_step;
+  res["train_new_blocks_per_step"] = static_cast<double>(new_blocks) * per_step;
+  res["train_allocs_counted_steps"] = s.warmup + s.iters - count_from;
   fmt::print(
       "train : {:9.2f} ms/batch (min {:.2f}, p90 {:.2f}) over {} iters | {:10.0f} tgt pos/s, "
-      "{:10.0f} real tgt tok/s | loss {:.3f} -> {:.3f}\n",
+      "{:10.0f} real tgt tok/s | loss {:.3f} -> {:.3f}{}\n",
       tr.median * 1e3, tr.min * 1e3, tr.p90 * 1e3, s.iters, positions / tr.median,
-      real_tgt / tr.median, losses.front(), losses.back());
+      real_tgt / tr.median, losses.front(), losses.back(),
+      transformer ? fmt::format(" (ln V = {:.3f})", std::log(static_cast<double>(s.target_vocab())))
+                  : "");
   fmt::print(
       "        analytic GEMM work {:.3f} GFLOP/step (fwd {:.3f}) -> {:.1f} GFLOP/s achieved\n",
       flops.training * 1e-9, flops.forward * 1e-9, flops.training / tr.median * 1e-9);
+  fmt::print(
+      "        heap allocations per steady step: {} operator new, {:g} new tensor blocks (over {} "
+      "steps)\n",
+      heap_allocs >= 0 ? fmt::format("{:g}", static_cast<double>(heap_allocs) * per_step)
+                       : std::string("(not counted)"),
+      static_cast<double>(new_blocks) * per_step, s.warmup + s.iters - count_from);
   if (set.peak_gflops > 0) {
     const double frac = flops.training / tr.median * 1e-9 / set.peak_gflops;
     res["frac_of_peak"] = frac;
@@ -361,10 +508,18 @@ int cmd_bench(const Args& args) {
     res["greedy_decode_steps_min"] = *std::min_element(steps.begin(), steps.end());
     res["greedy_decode_steps_mean"] = steps_mean;
     res["greedy_decode_steps_max"] = *std::max_element(steps.begin(), steps.end());
+    std::string work;
+    if (transformer) {
+      // The reference's count: it recomputes the whole prefix at every step; Tapestry does not.
+      const double dflops = transformer_decode_gemm_flops(s);
+      res["decode_gemm_gflop"] = dflops * 1e-9;
+      res["decode_gflops"] = dflops / de.median * 1e-9;
+      work = fmt::format("; the reference's work {:.3f} GFLOP/batch", dflops * 1e-9);
+    }
     fmt::print(
         "decode: {:9.2f} ms/batch (min {:.2f}) over {} iters | {:10.1f} sent/s ({} greedy steps, "
-        "batch {})\n",
-        de.median * 1e3, de.min * 1e3, s.decode_iters, b / de.median, s.tgt_len, s.batch);
+        "batch {}{})\n",
+        de.median * 1e3, de.min * 1e3, s.decode_iters, b / de.median, s.tgt_len, s.batch, work);
     fmt::print(
         "        stopping at <eos>: {:.2f} ms/batch | {:.1f} sent/s, after "
         "{:.2f} steps on average (min {}, max {}) of {}\n",
@@ -372,7 +527,7 @@ int cmd_bench(const Args& args) {
         res["greedy_decode_steps_max"].get<double>(), s.tgt_len);
   }
   if (set.phases) {
-    const PhaseTimes p = time_phases(model, pool, s, set.lr, set.clip);
+    const PhaseTimes p = time_phases(model, pool, s, topt);
     res["fwd_ms_median"] = p.forward_ms;
     res["bwd_ms_median"] = p.backward_ms;
     res["opt_ms_median"] = p.opt_ms;
