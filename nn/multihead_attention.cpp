@@ -119,13 +119,12 @@ Var MultiheadAttention::bias(Tape& tape, int part, int parts) {
   return parts == 3 ? b : ops::slice(b, 0, part * d_, parts * d_);
 }
 
-std::vector<Var> MultiheadAttention::split_heads(const Var& x, int n) const {
+std::array<Var, 3> MultiheadAttention::split_heads(const Var& x, int n) const {
   const int64_t b = x.dim(0), l = x.dim(1);
   // (B,L,n*d) -> (B,L,n,h,dk) -> (n,B,h,L,dk): one copy; each part is then a view.
   Var y = ops::permute(ops::reshape(x, {b, l, n, heads_, dk_}), {2, 0, 3, 1, 4});
-  std::vector<Var> parts;
-  for (int i = 0; i < n; ++i)
-    parts.push_back(ops::reshape(ops::slice(y, 0, i, 1), {b * heads_, l, dk_}));
+  std::array<Var, 3> parts;
+  for (int i = 0; i < n; ++i) parts[i] = ops::reshape(ops::slice(y, 0, i, 1), {b * heads_, l, dk_});
   return parts;
 }
 
@@ -171,7 +170,7 @@ MultiheadAttention::Output MultiheadAttention::forward(Tape& tape, const Var& qu
   Var k, v;
   if (key.value().shares_storage(value.value()) && key.shape() == value.shape() &&
       key.node() == value.node()) {
-    std::vector<Var> kv = split_heads(ops::affine(key, weight(tape, 1, 2), bias(tape, 1, 2)), 2);
+    std::array<Var, 3> kv = split_heads(ops::affine(key, weight(tape, 1, 2), bias(tape, 1, 2)), 2);
     k = kv[0];
     v = kv[1];
   } else {
@@ -189,7 +188,7 @@ MultiheadAttention::Output MultiheadAttention::self_attention(Tape& tape, const 
         fmt::format("multihead_attention: input {} does not fit (B,T,{})", x.shape().str(), d_));
   const int64_t b = x.dim(0), t = x.dim(1);
   // (B,T,d) x (3d,d)^T -> (B,T,3d): q, k and v in one product
-  std::vector<Var> qkv = split_heads(ops::affine(x, weight(tape, 0, 3), bias(tape, 0, 3)), 3);
+  std::array<Var, 3> qkv = split_heads(ops::affine(x, weight(tape, 0, 3), bias(tape, 0, 3)), 3);
   return attend(tape, qkv[0], qkv[1], qkv[2], b, t, t, valid, causal, rng);
 }
 
@@ -206,7 +205,7 @@ KVCache MultiheadAttention::empty_cache(int64_t b, int64_t capacity) const {
 }
 
 KVCache MultiheadAttention::memory_cache(Tape& tape, const Var& memory, const Tensor& valid) {
-  std::vector<Var> kv = split_heads(ops::affine(memory, weight(tape, 1, 2), bias(tape, 1, 2)), 2);
+  std::array<Var, 3> kv = split_heads(ops::affine(memory, weight(tape, 1, 2), bias(tape, 1, 2)), 2);
   KVCache c;
   c.k = kv[0].value().clone();  // views of one permuted copy: each its own storage, so that
   c.v = kv[1].value().clone();  // select_rows may replace them independently

@@ -3,6 +3,7 @@
 // decoding one position at a time.
 #pragma once
 
+#include <array>
 #include <span>
 
 #include "tapestry/core/random.h"
@@ -86,8 +87,9 @@ class MultiheadAttention : public Module {
   // weight; and the bias's part.
   Var weight(Tape& tape, int part, int parts = 1);
   Var bias(Tape& tape, int part, int parts = 1);
-  // (B,L,n*d) -> n tensors (B*h,L,dk), one copy for all of them.
-  std::vector<Var> split_heads(const Var& x, int n) const;
+  // (B,L,n*d) -> n <= 3 tensors (B*h,L,dk), one copy for all of them (a fixed array: no heap
+  // allocation in a training step).
+  std::array<Var, 3> split_heads(const Var& x, int n) const;
   Output attend(Tape& tape, const Var& q, const Var& k, const Var& v, int64_t b, int64_t t,
                 int64_t s, const Tensor& key_valid, bool causal, Rng& rng);
 
