@@ -1,4 +1,4 @@
-// A steady training step makes no heap allocation: every C++ allocation of the process is counted
+// A steady training step (RNN or Transformer) makes no heap allocation: every C++ allocation of the process is counted
 // (the global operator new is replaced in this test program) over steps after warm-up.
 #include <fmt/format.h>
 
@@ -100,5 +100,31 @@ TEST_CASE("a steady training step makes no heap allocation", "[train][memory]") 
                        nn::cell_name(cell), allocations.load()));
       CHECK(allocations.load() == 0);
     }
+  }
+  // The Transformer, post- and pre-norm, with dropout and label smoothing and the noam schedule.
+  for (nn::NormPlace norm : {nn::NormPlace::post, nn::NormPlace::pre}) {
+    Seq2SeqConfig c;
+    c.arch = Arch::transformer;
+    c.src_vocab = c.tgt_vocab = 24;
+    c.d_model = 16;
+    c.heads = 4;
+    c.ffn = 32;
+    c.enc_layers = c.dec_layers = 2;
+    c.norm = norm;
+    c.dropout = 0.1;
+    Seq2Seq model(c);
+    TrainOptions o;
+    o.label_smoothing = 0.1;
+    o.schedule = "noam";
+    o.warmup = 4;
+    Trainer trainer(model, o);
+    for (int i = 0; i < 5; ++i) trainer.step(batch);
+    allocations = 0;
+    counting = true;
+    for (int i = 0; i < 10; ++i) trainer.step(batch);
+    counting = false;
+    INFO(fmt::format("transformer {}-norm: {} allocations in 10 steps", nn::norm_place_name(norm),
+                     allocations.load()));
+    CHECK(allocations.load() == 0);
   }
 }
