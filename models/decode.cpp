@@ -365,7 +365,24 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
         }
         next.clear();
       }
-      if (static_cast<int64_t>(st.finished.size()) >= k || next.empty()) {
+      // Only the k best finished hypotheses can be returned: keep those (stable: among equal
+      // scores the one finished first). The sentence is done when nothing is alive, or when k
+      // have finished and no live one scores better than the k-th of them at its current
+      // length. Stopping at k finished alone would let a confident model's early, unlikely
+      // <eos> candidates (ranked in the top k only because all else is unlikely too) end the
+      // search before its live, near-certain hypothesis finishes.
+      auto by_score = [](const Hypothesis& a, const Hypothesis& c) { return a.score > c.score; };
+      std::stable_sort(st.finished.begin(), st.finished.end(), by_score);
+      if (static_cast<int64_t>(st.finished.size()) > k) st.finished.resize(static_cast<size_t>(k));
+      bool settled = next.empty();
+      if (!settled && static_cast<int64_t>(st.finished.size()) >= k) {
+        double best_alive = -std::numeric_limits<double>::infinity();
+        for (const auto& h : next)
+          best_alive =
+              std::max(best_alive, normalised(h.log_prob, h.steps(), options.length_penalty));
+        settled = best_alive <= st.finished.back().score;
+      }
+      if (settled) {
         st.done = true;
         --open;
       }

@@ -170,9 +170,10 @@ def beam_decode(model, batch, options):
     """Beam search with k = options.beam hypotheses per sentence. Each step ranks every
     continuation of every live hypothesis by its total log-probability (ties: lower slot, then
     lower token id first) and walks the best 2k in order: <eos> among the first k finishes a
-    hypothesis, other tokens fill the k slots of the next step. A sentence is done once k
-    hypotheses have finished, or its hypotheses reach the length limit (they finish as they
-    stand). The finished ones are ranked by log_prob / steps^length_penalty (stable) and the best
+    hypothesis, other tokens fill the k slots of the next step. The k best finished are kept. A
+    sentence is done when none is alive, or k have finished and no live hypothesis scores better
+    than the k-th of them at its current length, or its hypotheses reach the length limit (they
+    finish as they stand). The finished ones are ranked by log_prob / steps^length_penalty (stable) and the best
     options.nbest returned."""
     b, k = batch.src.size(0), options.beam
     dead = float("-inf")
@@ -225,7 +226,15 @@ def beam_decode(model, batch, options):
                     h.score = normalised(h.log_prob, h.steps, options.length_penalty)
                     sent.finished.append(h)
                 next_hyps = []
-            if len(sent.finished) >= k or not next_hyps:
+            # Keep the k best finished (stable); done when nothing is alive, or k have
+            # finished and no live hypothesis scores better than the k-th at its length.
+            sent.finished = sorted(sent.finished, key=lambda h: h.score, reverse=True)[:k]
+            settled = not next_hyps
+            if not settled and len(sent.finished) >= k:
+                best_alive = max(normalised(h.log_prob, h.steps, options.length_penalty)
+                                 for h in next_hyps)
+                settled = best_alive <= sent.finished[-1].score
+            if settled:
                 sent.done = True
             for i in range(k):
                 if not sent.done and i < len(next_hyps):

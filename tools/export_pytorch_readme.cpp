@@ -304,9 +304,10 @@ constexpr const char* kDecoding = R"MD(
 - **Beam search** (width k) ranks every continuation of every live hypothesis by its total
   log-probability (equal totals: the lower slot, then the lower token id first) and walks the
   best 2k in that order: `<eos>` among the first k finishes a hypothesis, any other token fills
-  one of the k slots for the next step, until k are filled. A sentence is done when k
-  hypotheses have finished, none is left alive, or the live ones reach the length limit (they
-  then finish as they stand, without `<eos>`).
+  one of the k slots for the next step, until k are filled. The k best finished hypotheses are
+  kept. A sentence is done when none is left alive, when k have finished and no live one scores
+  better than the k-th of them at its current length, or when the live ones reach the length
+  limit (they then finish as they stand, without `<eos>`).
 - **Scores**: log p / steps^length_penalty, steps counting the tokens and the final `<eos>`
   (a length penalty of 0 ranks by log p). The n-best list is the finished hypotheses by score,
   best first (equal scores: the one finished first).
