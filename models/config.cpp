@@ -405,7 +405,7 @@ int64_t Seq2SeqConfig::parameter_count() const {
 
 std::string Seq2SeqConfig::summary() const {
   if (transformer())
-    return fmt::format("transformer {}+{} layers d {} heads {} ffn {}, {}-norm, {} {} positions{}",
+    return fmt::format("transformer {}+{} layers d {} heads {} ffn {}, {}-norm, {}, {} positions{}",
                        enc_layers, dec_layers, d_model, heads, ffn, nn::norm_place_name(norm),
                        nn::activation_name(activation), positions_name(positions),
                        share_embeddings ? ", shared target embedding" : "");

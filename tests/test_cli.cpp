@@ -152,6 +152,45 @@ TEST_CASE("bad flags exit with status 2 and say what is valid", "[cli]") {
   check("train --task reverse --lr", "--lr needs a value");
   check("translate", "--model is required");
   check("eval --model x --src a.txt", "give both --src and --ref");
+  check("train --task reverse --arch transformer --hidden 64",
+        "--hidden applies to --arch rnn, not --arch transformer");
+  check("train --task reverse --heads 4", "--heads applies to --arch transformer, not --arch rnn");
+  check("train --task reverse --arch transformer --d-model 60 --heads 8",
+        "--d-model 60 must be a multiple of --heads 8");
+  check("train --task reverse --arch transformer --d-model 9 --heads 3",
+        "--d-model 9: sinusoidal positions need an even width");
+  check("train --task reverse --arch lstm",
+        "--arch: 'lstm' is not a valid value (valid: rnn, transformer)");
+}
+
+TEST_CASE("a Transformer trains, translates, evaluates and resumes from the command line",
+          "[cli]") {
+  TempDir dir("cli_transformer");
+  const std::string run = dir / "run";
+  const std::string tiny =
+      "--task reverse --min-len 3 --max-len 6 --symbols 8 --train-size 400 --valid-size 40 "
+      "--test-size 40 --arch transformer --d-model 16 --heads 2 --ffn 32 --enc-layers 1 "
+      "--dec-layers 1 --batch-size 32 --threads 1 --test-beam 2 --schedule noam --warmup 20";
+  CommandResult t = run_tapestry(fmt::format("train {} --epochs 2 --out '{}'", tiny, run));
+  INFO(t.output);
+  REQUIRE(t.status == 0);
+  CHECK_THAT(t.output, Contains("transformer 1+1 layers d 16 heads 2 ffn 32"));
+  CHECK_THAT(t.output, Contains("beam 2:  BLEU"));
+  write(dir / "in.txt", "a b c\nd e f g h\n");
+  CommandResult tr = run_tapestry(
+      fmt::format("translate --model '{}' --input '{}' --beam 2", run, dir / "in.txt"));
+  INFO(tr.output);
+  REQUIRE(tr.status == 0);
+  CHECK(count_lines(tr.output) == 2);
+  CommandResult ev = run_tapestry(fmt::format("eval --model '{}'", run));
+  INFO(ev.output);
+  REQUIRE(ev.status == 0);
+  CHECK_THAT(ev.output, Contains("exact match"));
+  // Resumed for a third epoch, the run reads its architecture from its command.
+  CommandResult r = run_tapestry(fmt::format("train --resume '{}' --epochs 3", run));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("epoch 3/3"));
 }
 
 TEST_CASE("bad files give one readable message and exit 1, never a crash", "[cli]") {
