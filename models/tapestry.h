@@ -24,12 +24,15 @@
 #include "tapestry/nn/embedding.h"
 #include "tapestry/nn/gradcheck_module.h"
 #include "tapestry/nn/init.h"
+#include "tapestry/nn/layer_norm.h"
 #include "tapestry/nn/linear.h"
 #include "tapestry/nn/module.h"
+#include "tapestry/nn/multihead_attention.h"
 #include "tapestry/nn/optim.h"
 #include "tapestry/nn/parameter.h"
 #include "tapestry/nn/rnn.h"
 #include "tapestry/nn/schedule.h"
+#include "tapestry/nn/transformer.h"
 
 // models: the attention seq2seq model, decoding, training, data, BLEU and the other metrics.
 #include "tapestry/models/batch.h"
@@ -44,4 +47,5 @@
 #include "tapestry/models/seq2seq.h"
 #include "tapestry/models/tasks.h"
 #include "tapestry/models/train.h"
+#include "tapestry/models/transformer.h"
 #include "tapestry/models/vocab.h"
