@@ -1,5 +1,6 @@
-// A steady training step (RNN or Transformer) makes no heap allocation: every C++ allocation of the process is counted
-// (the global operator new is replaced in this test program) over steps after warm-up.
+// A steady training step (RNN or Transformer) makes no heap allocation: every C++ allocation of the
+// process is counted (the global operator new is replaced in this test program) over steps after
+// warm-up.
 #include <fmt/format.h>
 
 #include <atomic>

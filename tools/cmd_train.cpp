@@ -114,9 +114,8 @@ int cmd_train(const Args& args) {
   Seq2Seq model(model_config(s, src_vocab.size(), tgt_vocab.size()));
   Trainer trainer(model, train_options(s));
   if (s.out.empty())
-    s.out =
-        fmt::format("runs/{}-{}", fs::path(s.data_description()).filename().string(),
-                    s.arch == "transformer" ? "transformer" : s.attention);
+    s.out = fmt::format("runs/{}-{}", fs::path(s.data_description()).filename().string(),
+                        s.arch == "transformer" ? "transformer" : s.attention);
   if (s.resume.empty()) {
     run = RunDir::create(s.out);
     run.write_test_split(data.splits.test, data.preprocess);

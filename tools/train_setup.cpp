@@ -68,13 +68,17 @@ void check_memory(const TrainSettings& s, int64_t src_vocab, int64_t tgt_vocab) 
   const std::string refusal = models::memory_refusal(need.bytes.total(), need.what);
   if (refusal.empty()) return;
   using Size = SizeFlag<TrainSettings>;
-  static constexpr Size sizes[] = {
-      {"hidden", &TrainSettings::hidden},         {"emb", &TrainSettings::emb},
-      {"attn-size", &TrainSettings::attn_size},   {"layers", &TrainSettings::layers},
-      {"batch-size", &TrainSettings::batch_size}, {"max-len", &TrainSettings::max_len},
-      {"symbols", &TrainSettings::symbols},       {"d-model", &TrainSettings::d_model},
-      {"ffn", &TrainSettings::ffn},               {"enc-layers", &TrainSettings::enc_layers},
-      {"dec-layers", &TrainSettings::dec_layers}};
+  static constexpr Size sizes[] = {{"hidden", &TrainSettings::hidden},
+                                   {"emb", &TrainSettings::emb},
+                                   {"attn-size", &TrainSettings::attn_size},
+                                   {"layers", &TrainSettings::layers},
+                                   {"batch-size", &TrainSettings::batch_size},
+                                   {"max-len", &TrainSettings::max_len},
+                                   {"symbols", &TrainSettings::symbols},
+                                   {"d-model", &TrainSettings::d_model},
+                                   {"ffn", &TrainSettings::ffn},
+                                   {"enc-layers", &TrainSettings::enc_layers},
+                                   {"dec-layers", &TrainSettings::dec_layers}};
   const Size* blamed = most_to_blame<TrainSettings>(s, sizes, [&](const TrainSettings& t) {
     return training_need(t, src_vocab, tgt_vocab).bytes.total();
   });
@@ -189,7 +193,8 @@ void TrainSettings::declare(Flags& f) {
   f.add("ffn", &ffn, "feed-forward inner width", 1, 65536);
   f.add("enc-layers", &enc_layers, "encoder layers", 1, 8);
   f.add("dec-layers", &dec_layers, "decoder layers", 1, 8);
-  f.add("norm", &norm, "layer norm after each sublayer's residual (2017) or before it", {"post", "pre"});
+  f.add("norm", &norm, "layer norm after each sublayer's residual (2017) or before it",
+        {"post", "pre"});
   f.add("activation", &activation, "feed-forward nonlinearity", {"relu", "gelu"});
   f.add("positions", &positions, "positional encoding", {"sinusoidal", "learned"});
   f.add("max-positions", &max_positions, "learned positions: longest sentence + 1", 2, 8192);
@@ -235,20 +240,19 @@ void TrainSettings::declare(Flags& f) {
 
 void TrainSettings::check(const Flags& f) const {
   const bool transformer = arch == "transformer";
-  static const char* const rnn_only[] = {"cell",   "attention", "decoder",     "layers",
-                                         "emb",    "hidden",    "attn-size",   "window",
+  static const char* const rnn_only[] = {"cell",          "attention",   "decoder",        "layers",
+                                         "emb",           "hidden",      "attn-size",      "window",
                                          "bidirectional", "deep-output", "teacher-forcing"};
   static const char* const transformer_only[] = {
-      "d-model", "heads",     "ffn",           "enc-layers",      "dec-layers",
-      "norm",    "activation", "positions",    "max-positions",   "share-embeddings"};
+      "d-model", "heads",      "ffn",       "enc-layers",    "dec-layers",
+      "norm",    "activation", "positions", "max-positions", "share-embeddings"};
   for (const char* flag : transformer ? std::span<const char* const>(rnn_only)
                                       : std::span<const char* const>(transformer_only))
     if (f.given(flag))
       throw UsageError{fmt::format("--{} applies to --arch {}, not --arch {}", flag,
                                    transformer ? "rnn" : "transformer", arch)};
   if (transformer && d_model % heads != 0)
-    throw UsageError{
-        fmt::format("--d-model {} must be a multiple of --heads {}", d_model, heads)};
+    throw UsageError{fmt::format("--d-model {} must be a multiple of --heads {}", d_model, heads)};
   if (transformer && positions == "sinusoidal" && d_model % 2 != 0)
     throw UsageError{fmt::format("--d-model {}: sinusoidal positions need an even width", d_model)};
   const int sources = !task.empty() + !data.empty() + !train_prefix.empty();
