@@ -19,7 +19,10 @@
 
 // The global allocation functions, replaced ([replacement.functions]) so that `tapestry bench` can
 // count the heap allocations of a steady training step (tools/heap_count.h). Outside a count they
-// cost one relaxed load. The nothrow forms call these, as libstdc++'s do.
+// cost one relaxed load. The nothrow forms call these, as libstdc++'s do. Not under
+// AddressSanitizer, which owns the allocator (and reports a free of its operator new's memory).
+#if !defined(__SANITIZE_ADDRESS__)
+#define TAPESTRY_COUNTS_HEAP 1
 namespace {
 
 void count_allocation(size_t n) {
@@ -82,6 +85,7 @@ void operator delete(void* p, size_t, std::align_val_t) noexcept {
 void operator delete[](void* p, size_t, std::align_val_t) noexcept {
   std::free(p);
 }
+#endif
 
 namespace {
 
@@ -145,7 +149,9 @@ int main(int argc, char** argv) {
   // A write past the file-size limit then fails with EFBIG, which the writers report, instead of
   // the signal killing the program with no word said.
   std::signal(SIGXFSZ, SIG_IGN);
+#ifdef TAPESTRY_COUNTS_HEAP
   tapestry::cli::heap_counter.installed = true;
+#endif
   if (const char* trace = std::getenv("TAPESTRY_HEAP_TRACE"); trace && *trace && *trace != '0') {
     void* frame[1];
     backtrace(frame, 1);  // loads the unwinder now, not inside a counted allocation
