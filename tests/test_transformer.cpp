@@ -67,10 +67,10 @@ std::vector<double> log_softmax_outputs(const Tensor& z, int64_t row) {
   return lp;
 }
 
-// The log-probability of `tokens` (and <eos> if finished) given source row r, from the whole
-// model run over the whole prefix: what decoding without a cache computes.
-double score_by_recomputation(Seq2Seq& model, const std::vector<int32_t>& src,
-                              const std::vector<int32_t>& tokens, bool finished) {
+// The logits (T,V) at every position of <bos> `tokens` for `src`, the whole model run over the
+// whole prefix: what decoding without a cache computes.
+Tensor prefix_logits(Seq2Seq& model, const std::vector<int32_t>& src,
+                     const std::vector<int32_t>& tokens) {
   std::vector<EncodedPair> one{{src, tokens}};
   Batch b = batch_of(one);
   Tape tape;
@@ -79,12 +79,18 @@ double score_by_recomputation(Seq2Seq& model, const std::vector<int32_t>& src,
   TransformerModel& t = model.transformer();
   const auto memory = t.encode(tape, b, rng);
   const Var h = t.decode(tape, memory, b, rng);  // (1,T,d)
-  const Var z = t.logits(tape, ops::reshape(h, {b.tgt_len, model.config().d_model}));
+  return t.logits(tape, ops::reshape(h, {b.tgt_len, model.config().d_model})).value();
+}
+
+// The log-probability of `tokens` (and <eos> if finished) given `src`, by recomputation.
+double score_by_recomputation(Seq2Seq& model, const std::vector<int32_t>& src,
+                              const std::vector<int32_t>& tokens, bool finished) {
+  const Tensor z = prefix_logits(model, src, tokens);
   double total = 0;
   const size_t steps = tokens.size() + (finished ? 1 : 0);
   for (size_t i = 0; i < steps; ++i) {
     const int32_t next = i < tokens.size() ? tokens[i] : Vocab::kEos;
-    total += log_softmax_outputs(z.value(), static_cast<int64_t>(i))[next];
+    total += log_softmax_outputs(z, static_cast<int64_t>(i))[next];
   }
   return total;
 }
@@ -98,16 +104,8 @@ std::vector<std::vector<int32_t>> greedy_by_recomputation(Seq2Seq& model,
   for (const auto& p : ps) {
     std::vector<int32_t> tokens;
     for (int64_t s = 0; s < steps; ++s) {
-      std::vector<EncodedPair> one{{p.src, tokens}};
-      Batch b = batch_of(one);
-      Tape tape;
-      NoGrad no_grad(tape);
-      Rng rng(0);
-      TransformerModel& t = model.transformer();
-      const auto memory = t.encode(tape, b, rng);
-      const Var h = t.decode(tape, memory, b, rng);
-      const Var z = t.logits(tape, ops::reshape(h, {b.tgt_len, model.config().d_model}));
-      const std::vector<double> lp = log_softmax_outputs(z.value(), b.tgt_len - 1);
+      const Tensor z = prefix_logits(model, p.src, tokens);  // (len + 1, V)
+      const std::vector<double> lp = log_softmax_outputs(z, z.dim(0) - 1);
       int32_t best = Vocab::kEos;
       for (int32_t j = Vocab::kEos; j < static_cast<int32_t>(lp.size()); ++j)
         if (lp[j] > lp[best]) best = j;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string_view>
 
 #include "tapestry/core/file_io.h"
@@ -221,6 +222,7 @@ int cmd_explain(const Args& args) {
         "--format dot draws one step: give --step N (text, json and html take --step all)"};
 
   ExplainModel m;
+  std::optional<models::Seq2SeqConfig> tiny;  // without --model: the tiny model to build
   constexpr const char* kRnnFlags[] = {"attention",     "decoder",    "cell",   "hidden",
                                        "emb",           "attn-size",  "window", "layers",
                                        "bidirectional", "deep-output"};
@@ -258,22 +260,7 @@ int cmd_explain(const Args& args) {
     c.seed = static_cast<uint64_t>(seed);
     if (d_model % heads != 0)
       throw UsageError{fmt::format("--heads {} does not divide --d-model {}", heads, d_model)};
-    if (source.empty()) source = "the black cat";
-    std::vector<std::string> src = models::split_words(source), ref;
-    if (!reference.empty()) {
-      ref = models::split_words(reference);
-    } else {
-      try {
-        ref = models::translate_grammar(src).tgt;
-      } catch (const ValueError& e) {
-        throw UsageError{fmt::format(
-            "--source '{}' is not a sentence of the grammar task ({}); give its translation with "
-            "--reference",
-            source, e.what())};
-      }
-    }
-    m = tiny_model(c, src, ref);
-    if (check_max < 0) check_max = 0;
+    tiny = c;
   } else {
     for (const char* tf : kTransformerFlags)
       if (f.given(tf))
@@ -291,6 +278,9 @@ int cmd_explain(const Args& args) {
     c.bidirectional = bidirectional;
     c.deep_output = deep_output;
     c.seed = static_cast<uint64_t>(seed);
+    tiny = c;
+  }
+  if (tiny) {  // its vocabularies: the words of the source and of its reference
     if (source.empty()) source = "the black cat";
     std::vector<std::string> src = models::split_words(source), ref;
     if (!reference.empty()) {
@@ -305,7 +295,7 @@ int cmd_explain(const Args& args) {
             source, e.what())};
       }
     }
-    m = tiny_model(c, src, ref);
+    m = tiny_model(*tiny, src, ref);
     if (check_max < 0) check_max = 0;
   }
   CheckOptions check;
