@@ -57,8 +57,11 @@ Tensor attention_valid(const Tensor& key_valid, int64_t b, int64_t t, int64_t s,
 
 void KVCache::select_rows(std::span<const int32_t> rows) {
   const int64_t b = k.dim(0) / heads;
-  const int64_t block = heads * k.dim(1) * k.dim(2);  // one batch row's heads
-  auto pick = [&](Tensor& t, int64_t row_size, int64_t used) {
+  for (int32_t r : rows)
+    if (r < 0 || r >= b) throw IndexError(fmt::format("kv cache: row {} outside [0, {})", r, b));
+  // Row r of t is `parts` blocks of `stride` elements, each filled in its first `used`; only
+  // those are copied (a self-attention cache holds `length` of its capacity's positions).
+  auto pick = [&](Tensor& t, int64_t parts, int64_t stride, int64_t used) {
     std::vector<int64_t> dims(t.shape().dims().begin(), t.shape().dims().end());
     dims[0] = static_cast<int64_t>(rows.size()) * (t.dim(0) / b);
     Tensor out = Tensor::zeros(Shape(dims), t.dtype());
@@ -66,17 +69,17 @@ void KVCache::select_rows(std::span<const int32_t> rows) {
       using T = decltype(tag);
       const T* src = t.data<T>();
       T* dst = out.data<T>();
-      for (size_t i = 0; i < rows.size(); ++i) {
-        if (rows[i] < 0 || rows[i] >= b)
-          throw IndexError(fmt::format("kv cache: row {} outside [0, {})", rows[i], b));
-        std::copy_n(src + rows[i] * row_size, used, dst + static_cast<int64_t>(i) * row_size);
-      }
+      for (size_t i = 0; i < rows.size(); ++i)
+        for (int64_t p = 0; p < parts; ++p)
+          std::copy_n(src + (rows[i] * parts + p) * stride, used,
+                      dst + (static_cast<int64_t>(i) * parts + p) * stride);
     });
     t = std::move(out);
   };
-  pick(k, block, block);
-  pick(v, block, block);
-  if (valid.defined()) pick(valid, valid.dim(1), valid.dim(1));
+  const int64_t stride = k.dim(1) * k.dim(2), used = length * k.dim(2);
+  pick(k, heads, stride, used);
+  pick(v, heads, stride, used);
+  if (valid.defined()) pick(valid, 1, valid.dim(1), valid.dim(1));
 }
 
 MultiheadAttention::MultiheadAttention(int64_t d, int64_t heads, double dropout, Rng& rng,
@@ -207,8 +210,10 @@ KVCache MultiheadAttention::empty_cache(int64_t b, int64_t capacity) const {
 KVCache MultiheadAttention::memory_cache(Tape& tape, const Var& memory, const Tensor& valid) {
   std::array<Var, 3> kv = split_heads(ops::affine(memory, weight(tape, 1, 2), bias(tape, 1, 2)), 2);
   KVCache c;
-  c.k = kv[0].value().clone();  // views of one permuted copy: each its own storage, so that
-  c.v = kv[1].value().clone();  // select_rows may replace them independently
+  // Views of one permuted copy: a memory cache is only read, and select_rows replaces its tensors
+  // rather than writing into them.
+  c.k = kv[0].value();
+  c.v = kv[1].value();
   c.valid = valid;
   c.length = memory.dim(1);
   c.heads = heads_;
