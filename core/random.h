@@ -7,6 +7,23 @@
 
 namespace tapestry {
 
+// A counter-based 32-bit draw: element i of a stream named by `key` (two rounds of Wellons'
+// lowbias32 mixer). Each element is independent of the others, so a loop over i vectorises,
+// where a sequential generator would cost a call and a dependency chain per element. Distinct
+// i < 2^32 under one key give distinct values.
+inline uint32_t counter_hash32(uint64_t key, uint64_t i) {
+  auto mix = [](uint32_t x) {
+    x ^= x >> 16;
+    x *= 0x7feb352dU;
+    x ^= x >> 15;
+    x *= 0x846ca68bU;
+    x ^= x >> 16;
+    return x;
+  };
+  return mix(mix(static_cast<uint32_t>(i) ^ static_cast<uint32_t>(key)) +
+             static_cast<uint32_t>(key >> 32));
+}
+
 class Rng {
  public:
   explicit Rng(uint64_t seed = 0);

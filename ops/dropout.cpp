@@ -2,6 +2,9 @@
 // it.
 #include "tapestry/ops/dropout.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
@@ -9,6 +12,7 @@ namespace tapestry::ops {
 // ---------------------------------------------------------------------------------------------
 // dropout
 // y = x * m, m = (u >= p) / (1 - p);  dx += dy * m
+// x (any shape) -> y (the same shape); the mask m is saved
 void dropout_backward(Tape& tape, const Node& n) {
   Tensor* dx = tape.input_grad(n, 0);
   if (!dx) return;
@@ -29,6 +33,10 @@ Var dropout(const Var& x, double p, Rng& rng, bool training) {
   if (!training || p == 0) return x;
   Tensor m = Tensor::empty(x.shape(), x.dtype());
   Tensor y = Tensor::empty(x.shape(), x.dtype());
+  // u_i = h_i / 2^32 with h_i = counter_hash32(key, i); u_i >= p  <=>  h_i >= ceil(p * 2^32).
+  const uint64_t key = rng.next_u64();
+  const uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 0x1.0p32));
+  const auto cut = static_cast<uint32_t>(std::min<uint64_t>(threshold, 0xffffffffULL));
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T keep = static_cast<T>(1.0 / (1.0 - p));
@@ -36,7 +44,7 @@ Var dropout(const Var& x, double p, Rng& rng, bool training) {
     T* pm = m.data<T>();
     T* py = y.data<T>();
     for (int64_t i = 0, k = x.numel(); i < k; ++i) {
-      pm[i] = rng.uniform() >= p ? keep : T(0);
+      pm[i] = counter_hash32(key, static_cast<uint64_t>(i)) >= cut ? keep : T(0);
       py[i] = px[i] * pm[i];
     }
   });

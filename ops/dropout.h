@@ -7,9 +7,10 @@
 namespace tapestry::ops {
 
 // In training, y = x * m with m_i = (u_i >= p) / (1 - p) for u_i uniform in [0, 1) drawn from
-// `rng` (one draw per element, in row-major order), so E[y] = x and the same seed gives the same
-// mask. When !training or p == 0, returns x itself (same tensor, nothing recorded). Throws
-// ValueError unless 0 <= p < 1.
+// `rng` (one 64-bit draw per call names a stream; u_i = counter_hash32(stream, i) / 2^32 for the
+// i-th element in row-major order), so E[y] = x and the same seed gives the same mask. When
+// !training or p == 0, returns x itself (same tensor, nothing recorded). Throws ValueError unless 0
+// <= p < 1.
 Var dropout(const Var& x, double p, Rng& rng, bool training);
 
 }  // namespace tapestry::ops

@@ -1,6 +1,7 @@
 // gather, masked_fill, where and dropout: forward values, gradients, randomness and errors.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -213,6 +214,38 @@ TEST_CASE("dropout keeps a fraction 1-p and preserves the mean", "[dropout]") {
       CHECK(std::abs(sum_y / n - sum_x / n) < 0.01 * (sum_x / n));
     }
   }
+}
+
+TEST_CASE("dropout's draws are independent between neighbours and between calls", "[dropout]") {
+  // The mask comes from a counter-based hash of (one draw per call, element index): a weak mixer
+  // would show as correlation between adjacent indices or between the masks of two calls.
+  const int64_t n = 200000;
+  const double p = 0.5;
+  Tensor x = Tensor::full({n}, 1, DType::f32);
+  Rng rng(3);
+  std::vector<double> a = ops::dropout(x, p, rng, true).value().to_vector();
+  std::vector<double> b = ops::dropout(x, p, rng, true).value().to_vector();
+  CHECK(a != b);
+  int64_t both_next = 0, both_calls = 0, both_stride = 0;
+  for (int64_t i = 0; i + 64 < n; ++i) {
+    both_next += a[i] != 0 && a[i + 1] != 0;
+    both_stride += a[i] != 0 && a[i + 64] != 0;
+    both_calls += a[i] != 0 && b[i] != 0;
+  }
+  // Independent keeps: (1-p)^2 = 0.25 of the pairs; 4 standard deviations is about 0.004.
+  const double m = static_cast<double>(n - 64);
+  CHECK(std::abs(both_next / m - 0.25) < 0.004);
+  CHECK(std::abs(both_stride / m - 0.25) < 0.004);
+  CHECK(std::abs(both_calls / m - 0.25) < 0.004);
+}
+
+TEST_CASE("counter_hash32 gives distinct values for distinct indices under one key", "[dropout]") {
+  std::vector<uint32_t> h;
+  for (uint64_t i = 0; i < 100000; ++i) h.push_back(counter_hash32(0x1234567890abcdefULL, i));
+  std::sort(h.begin(), h.end());
+  CHECK(std::adjacent_find(h.begin(), h.end()) == h.end());
+  CHECK(counter_hash32(1, 0) != counter_hash32(2, 0));
+  CHECK(counter_hash32(1ULL << 32, 0) != counter_hash32(2ULL << 32, 0));  // the key's high half
 }
 
 TEST_CASE("dropout backward multiplies by the same mask", "[dropout]") {
