@@ -7,23 +7,29 @@ set -euo pipefail
 usage() {
   cat <<'EOF'
 usage: tools/bench.sh [--rounds N] [--presets "tiny small medium"] [--archs "rnn transformer"]
-                      [--bidir] [--tapestry-threads "1 2"] [--no-build] [--no-peak] [--out DIR]
+                      [--bidir] [--tapestry-threads "1 2"] [--blas-cores "Haswell SkylakeX"]
+                      [--no-build] [--no-peak] [--out DIR]
 
-Builds Tapestry (tools/build.sh), measures OpenBLAS sgemm's peak once per thread count
-(../shared/bench/sgemm_peak.c, compiled into the build directory), then for every architecture
-and preset runs N rounds; a round runs `tapestry bench --arch A` at each --tapestry-threads
-setting and the PyTorch reference (torch_seq2seq.py for rnn, torch_transformer.py for
-transformer) at each of its thread settings (--threads 1; --threads 1 --blas-threads 2;
---threads 2: Debian's torch uses OpenBLAS, whose pool competes with torch's own, see the
-reference README). Each side is compared at its best setting: the one with the best median
-over the rounds, chosen separately for training and for decoding. Every run is wrapped in
-/usr/bin/time -v, so the peak RSS of both programs is measured the same way.
+Builds Tapestry (tools/build.sh), measures the machine's peak once (the FMA probe and OpenBLAS
+sgemm of ../shared/bench/sgemm_peak.c, compiled into the build directory), then for every
+architecture and preset runs N rounds; a round runs `tapestry bench --arch A` at each
+--tapestry-threads setting and the PyTorch reference (torch_seq2seq.py for rnn,
+torch_transformer.py for transformer) at each of its thread settings (--threads 1; --threads 1
+--blas-threads 2; --threads 2: Debian's torch uses OpenBLAS, whose pool competes with torch's
+own, see the reference README), and each of those once per OpenBLAS kernel set: on a CPU with
+AVX-512, both OpenBLAS's AVX2 kernels (OPENBLAS_CORETYPE=Haswell) and its AVX-512 ones
+(SkylakeX), since OpenBLAS 0.3.21 does not know every AVX-512 CPU and may pick the slower set by
+itself. Each side is compared at its best setting: the one with the best median over the rounds,
+chosen separately for training and for decoding. Every run is wrapped in /usr/bin/time -v, so
+the peak RSS of both programs is measured the same way.
 
   --rounds N             rounds per preset [3]
   --presets LIST         presets to run, in order ["tiny small medium"]
   --archs LIST           architectures to run, in order ["rnn transformer"]
   --bidir                bidirectional encoder on both sides (rnn only)
   --tapestry-threads L   core counts tried for Tapestry ["1 2"]
+  --blas-cores LIST      OPENBLAS_CORETYPE values tried for both sides; "default" leaves the
+                         environment's [AVX-512 CPUs: "Haswell SkylakeX"; others: "default"]
   --no-build             use the existing build (TAPESTRY_BUILD_DIR, default build/)
   --no-peak              skip the sgemm peak (no % of peak column)
   --out DIR              keep every run's output there [BUILD/bench-DATE]
@@ -51,6 +57,7 @@ presets="tiny small medium"
 archs="rnn transformer"
 bidir=()
 tapestry_threads="1 2"
+blas_cores=""
 do_build=1
 do_peak=1
 out=""
@@ -67,6 +74,9 @@ while (($#)); do
     --tapestry-threads) [[ ${2:-} =~ ^[0-9]+( [0-9]+)*$ ]] ||
         die "--tapestry-threads needs thread counts, e.g. \"1 2\""
       tapestry_threads=$2; shift 2 ;;
+    --blas-cores) [[ ${2:-} =~ ^[A-Za-z0-9]+( [A-Za-z0-9]+)*$ ]] ||
+        die "--blas-cores needs OPENBLAS_CORETYPE names, e.g. \"Haswell SkylakeX\" or default"
+      blas_cores=$2; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --no-peak) do_peak=0; shift ;;
     --out) [[ -n ${2:-} ]] || die "--out needs a directory"
@@ -114,36 +124,53 @@ results="$out/results.jsonl"
 : >"$results"
 echo "# machine: $(nproc) cores, $(uptime | sed 's/.*load/load/'); runs kept in $out"
 
-# The sgemm peak per OpenBLAS thread count: the best square-shape GFLOP/s.
+# The machine's peak: the FMA probe's GFLOP/s per core (512-bit FMAs where the CPU has them),
+# times the cores a run uses; OpenBLAS sgemm's best square shape per thread count beside it.
 peaks="$out/peaks.json"
 echo "{}" >"$peaks"
 if ((do_peak)); then
   if ! command -v gcc >/dev/null || ! pkg-config --exists openblas 2>/dev/null; then
-    echo "# sgemm peak skipped: needs gcc and pkg-config's openblas (apt-get install libopenblas-dev)"
+    echo "# peak skipped: needs gcc and pkg-config's openblas (apt-get install libopenblas-dev)"
   elif [[ ! -f $ref_dir/sgemm_peak.c ]]; then
-    echo "# sgemm peak skipped: $ref_dir/sgemm_peak.c not found"
+    echo "# peak skipped: $ref_dir/sgemm_peak.c not found"
   else
     # shellcheck disable=SC2046  # pkg-config's flags are meant to split
     gcc -O2 -march=native -o "$build_dir/sgemm_peak" "$ref_dir/sgemm_peak.c" \
       $(pkg-config --cflags --libs openblas) -lm || die "compiling sgemm_peak.c failed"
     for t in $(echo 1 2 "$tapestry_threads" | tr ' ' '\n' | sort -nu); do
       ((t > 0)) || continue
-      echo "# sgemm peak, OPENBLAS_NUM_THREADS=$t ..."
+      echo "# FMA probe and sgemm peak, OPENBLAS_NUM_THREADS=$t ..."
       OPENBLAS_NUM_THREADS=$t "$build_dir/sgemm_peak" >"$out/sgemm_peak_t$t.txt" ||
         die "sgemm_peak failed (see $out/sgemm_peak_t$t.txt)"
     done
     python3 - "$out" >"$peaks" <<'EOF'
 import glob, json, re, sys
-peaks = {}
+peaks = {"fma_per_core": 0.0, "fma_width": "", "sgemm": {}}
 for path in glob.glob(sys.argv[1] + "/sgemm_peak_t*.txt"):
     t = re.search(r"_t(\d+)\.txt$", path).group(1)
-    best = [float(l.split()[6]) for l in open(path) if l.startswith("square")]
+    text = open(path).read()
+    best = [float(l.split()[6]) for l in text.splitlines() if l.startswith("square")]
     if best:
-        peaks[t] = max(best)
+        peaks["sgemm"][t] = max(best)
+    m = re.search(r"ymm FMA: ([0-9.]+) GFLOP/s.*zmm FMA: ([0-9.]+) GFLOP/s", text)
+    if m:
+        y, z = float(m.group(1)), float(m.group(2))
+        per_core, width = (z, "512-bit") if z > y else (y, "256-bit")
+        if per_core > peaks["fma_per_core"]:
+            peaks["fma_per_core"], peaks["fma_width"] = per_core, width
 print(json.dumps(peaks))
 EOF
   fi
 fi
+
+# OpenBLAS's kernel sets to try: on an AVX-512 CPU its AVX2 and its AVX-512 ones.
+if [[ -z $blas_cores ]]; then
+  if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then blas_cores="Haswell SkylakeX"; else blas_cores=default; fi
+fi
+echo "# OpenBLAS kernel sets tried on both sides: $blas_cores (environment: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset})"
+# The environment and label suffix of one kernel set.
+core_env() { [[ $1 = default ]] || echo "OPENBLAS_CORETYPE=$1"; }
+core_label() { [[ $blas_cores = default ]] || echo "-$1"; }
 
 # Runs one benchmark under /usr/bin/time -v and appends its RESULT, labelled, to results.jsonl.
 run_one() {  # impl label arch preset round command...
@@ -162,7 +189,7 @@ r = json.loads(sys.argv[1])
 r.update(impl=sys.argv[2], label=sys.argv[3], arch=sys.argv[4], preset=sys.argv[5],
          round=int(sys.argv[6]), time_rss_mb=int(sys.argv[7]) / 1024)
 print(json.dumps(r))' "$result" "$impl" "$label" "$arch" "$preset" "$round" "${rss:-0}" >>"$results"
-  printf '  %-8s %-9s %-11s %-6s round %d: train %9.2f ms, decode %9.2f ms\n' "$impl" "$label" \
+  printf '  %-8s %-14s %-11s %-6s round %d: train %9.2f ms, decode %9.2f ms\n' "$impl" "$label" \
     "$arch" "$preset" "$round" "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["train_ms_median"])' "$result")" \
     "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("decode_ms_median", 0))' "$result")"
 }
@@ -174,20 +201,24 @@ for arch in $archs; do
   for preset in $presets; do
     echo "# $arch $preset: $rounds rounds"
     for ((r = 1; r <= rounds; ++r)); do
-      for t in $tapestry_threads; do
-        # Tapestry spreads a batch over t cores itself, OpenBLAS single-threaded inside each (set
-        # in the environment too: OpenBLAS starts its own pool when it loads).
-        run_one tapestry "t$t" "$arch" "$preset" "$r" env OPENBLAS_NUM_THREADS=1 "$tapestry" bench \
-          --arch "$arch" --config "$preset" --threads "$t" "${flags[@]}"
+      for core in $blas_cores; do
+        cenv=$(core_env "$core")
+        suffix=$(core_label "$core")
+        for t in $tapestry_threads; do
+          # Tapestry spreads a batch over t cores itself, OpenBLAS single-threaded inside each (set
+          # in the environment too: OpenBLAS starts its own pool when it loads).
+          run_one tapestry "t$t$suffix" "$arch" "$preset" "$r" env $cenv OPENBLAS_NUM_THREADS=1 \
+            "$tapestry" bench --arch "$arch" --config "$preset" --threads "$t" "${flags[@]}"
+        done
+        if ((have_torch)); then
+          run_one pytorch "t1$suffix" "$arch" "$preset" "$r" env $cenv "$python" "$reference" \
+            --config "$preset" --threads 1 "${flags[@]}"
+          run_one pytorch "t1b2$suffix" "$arch" "$preset" "$r" env $cenv "$python" "$reference" \
+            --config "$preset" --threads 1 --blas-threads 2 "${flags[@]}"
+          run_one pytorch "t2$suffix" "$arch" "$preset" "$r" env $cenv "$python" "$reference" \
+            --config "$preset" --threads 2 "${flags[@]}"
+        fi
       done
-      if ((have_torch)); then
-        run_one pytorch t1 "$arch" "$preset" "$r" "$python" "$reference" --config "$preset" \
-          --threads 1 "${flags[@]}"
-        run_one pytorch t1b2 "$arch" "$preset" "$r" "$python" "$reference" --config "$preset" \
-          --threads 1 --blas-threads 2 "${flags[@]}"
-        run_one pytorch t2 "$arch" "$preset" "$r" "$python" "$reference" --config "$preset" \
-          --threads 2 "${flags[@]}"
-      fi
     done
   done
 done
@@ -217,9 +248,10 @@ def best(impl, arch, preset, key):
     return label, med(groups[label], key), groups[label]
 
 def pct(runs):
-    # Tapestry's cores, or the OpenBLAS threads PyTorch's products ran on.
+    # The FMA peak of Tapestry's cores, or of the OpenBLAS threads PyTorch's products ran on.
     r = runs[0]
-    p = peaks.get(str(r["threads"] if r["impl"] == "tapestry" else r["blas_threads"]))
+    cores = r["threads"] if r["impl"] == "tapestry" else r["blas_threads"]
+    p = peaks.get("fma_per_core", 0) * cores
     return f"{100 * med(runs, 'train_gflops') / p:.0f}%" if p else "-"
 
 def num(x, fmt="{:,.0f}"):
@@ -276,7 +308,7 @@ for arch, preset in ((a, p) for a in archs for p in presets):
                              and r["arch"] == arch and r["preset"] == preset}):
             runs = [r for r in rows if r["impl"] == impl and r["arch"] == arch
                     and r["preset"] == preset and r["label"] == label]
-            notes.append(f"  {impl:8} {label:5} train tok/s per round: "
+            notes.append(f"  {impl:8} {label:14} train tok/s per round: "
                          + ", ".join(f"{r['train_tok_s']:,.0f}" for r in runs)
                          + "; decode sent/s: "
                          + ", ".join(f"{r.get('decode_sent_s', 0):,.0f}" for r in runs))
@@ -295,11 +327,15 @@ print("  ".join("-" * w for w in widths))
 for r in table:
     print(fmt_row(r))
 print()
-print("T = Tapestry, P = PyTorch, each at its best thread setting; speedup = P ms / T ms (above 1:")
-print("Tapestry faster); RSS: /usr/bin/time -v of the best training setting, T/P below 1: Tapestry smaller")
-if peaks:
-    print("sgemm peak (best square shape, GFLOP/s): "
-          + ", ".join(f"{t} thread(s) {p:.1f}" for t, p in sorted(peaks.items())))
+print("T = Tapestry, P = PyTorch, each at its best setting (threads, OpenBLAS kernels); speedup =")
+print("P ms / T ms (above 1: Tapestry faster);")
+print("RSS: /usr/bin/time -v of the best training setting, T/P below 1: Tapestry smaller")
+if peaks.get("fma_per_core"):
+    print(f"%peak: of the FMA probe's {peaks['fma_per_core']:.1f} GFLOP/s per core "
+          f"({peaks['fma_width']} FMAs) times the cores used")
+if peaks.get("sgemm"):
+    print("sgemm (OpenBLAS's own choice of kernels, best square shape, GFLOP/s): "
+          + ", ".join(f"{t} thread(s) {p:.1f}" for t, p in sorted(peaks["sgemm"].items())))
 for n in notes:
     print(n)
 EOF
