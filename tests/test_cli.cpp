@@ -69,7 +69,21 @@ TEST_CASE("train, translate and eval a tiny model end to end", "[cli]") {
   REQUIRE(ev.status == 0);
   CHECK_THAT(ev.output, Contains("BLEU = "));
   CHECK_THAT(ev.output, Contains("src length"));
-  CHECK_THAT(read(dir / "e.json"), Contains("\"by_length\""));
+  CHECK_THAT(ev.output, Contains("sentences/s (greedy, batch 64)"));
+  const nlohmann::json e = nlohmann::json::parse(read(dir / "e.json"));
+  CHECK(e["decode_seconds"].get<double>() > 0);
+  CHECK(e["parameters"].get<int64_t>() > 0);
+  CHECK_THAT(e["model"].get<std::string>(), Contains("attention"));
+  // Each bucket's mean source length lies inside the bucket ("1-10", "11-20", ..., "41+").
+  REQUIRE(!e["by_length"].empty());
+  for (const auto& b : e["by_length"]) {
+    const std::string name = b["bucket"].get<std::string>();
+    const double lo = std::stod(name), mean = b["mean_source_length"].get<double>();
+    INFO(name << " mean " << mean);
+    CHECK(mean >= lo);
+    if (name.find('-') != std::string::npos)
+      CHECK(mean <= std::stod(name.substr(name.find('-') + 1)));
+  }
 }
 
 TEST_CASE("a resumed run continues exactly where an uninterrupted one would be", "[cli]") {

@@ -23,5 +23,6 @@ int cmd_report(const Args& args);
 int cmd_explain(const Args& args);
 int cmd_bench(const Args& args);
 int cmd_export(const Args& args);
+int cmd_plot(const Args& args);
 
 }  // namespace tapestry::cli

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -57,6 +58,7 @@ std::vector<int64_t> parse_buckets(const std::string& text) {
 struct BucketScore {
   MatchCounts match;
   BleuStats bleu;
+  int64_t source_tokens = 0;  // for the bucket's mean source length
 };
 
 }  // namespace
@@ -133,7 +135,10 @@ int cmd_eval(const Args& args) {
   }
   DecodeOptions o;
   o.beam = beam;
+  const auto decode_start = std::chrono::steady_clock::now();
   auto hyps = translate(*m.model, pairs, batch_size, o);
+  const double decode_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - decode_start).count();
   LossResult loss = evaluate_loss(*m.model, pairs, batch_size);
 
   BleuOptions bo;
@@ -147,6 +152,7 @@ int cmd_eval(const Args& args) {
     all.add(best, pairs[i].tgt);
     BucketScore& b = per[buckets.bucket(static_cast<int64_t>(pairs[i].src.size()))];
     b.match.add(best, pairs[i].tgt);
+    b.source_tokens += static_cast<int64_t>(pairs[i].src.size());
     b.bleu += segment_bleu_stats(out.back(), {ref[i]}, bo);
   }
   const BleuStats stats = corpus_bleu_stats(out, {ref}, bo);
@@ -161,8 +167,11 @@ int cmd_eval(const Args& args) {
   if (!overlap_note.empty()) fmt::print("{}\n", overlap_note);
   fmt::print(
       "exact match {:.2f}%  token accuracy {:.2f}%  perplexity {:.3f} (loss {:.4f} over {} "
-      "tokens)\n\n",
+      "tokens)\n",
       100 * all.exact_match(), 100 * all.token_accuracy(), loss.perplexity, loss.loss, loss.tokens);
+  fmt::print("decoding took {:.2f} s: {:.0f} sentences/s ({}, batch {})\n\n", decode_seconds,
+             static_cast<double>(pairs.size()) / decode_seconds,
+             beam > 1 ? fmt::format("beam {}", beam) : "greedy", batch_size);
   fmt::print("{:>12} {:>10} {:>8} {:>8} {:>10}\n", "src length", "sentences", "BLEU", "exact",
              "token acc");
   nlohmann::json by_length = nlohmann::json::array();
@@ -174,6 +183,8 @@ int cmd_eval(const Args& args) {
                100 * per[b].match.token_accuracy());
     by_length.push_back({{"bucket", buckets.label(b)},
                          {"sentences", per[b].match.sentences},
+                         {"mean_source_length", static_cast<double>(per[b].source_tokens) /
+                                                    static_cast<double>(per[b].match.sentences)},
                          {"bleu", score},
                          {"exact", per[b].match.exact_match()},
                          {"token_acc", per[b].match.token_accuracy()}});
@@ -187,6 +198,9 @@ int cmd_eval(const Args& args) {
                         {"loss", loss.loss},
                         {"sentences", pairs.size()},
                         {"beam", beam},
+                        {"model", m.model->config().summary()},
+                        {"parameters", m.model->config().parameter_count()},
+                        {"decode_seconds", decode_seconds},
                         {"by_length", by_length}};
     if (same_sources >= 0) j["train_overlap"] = {{"sources", same_sources}, {"pairs", same_pairs}};
     write_file_atomic(json_out, j.dump(2) + "\n");

@@ -210,14 +210,18 @@ std::string line_chart(const std::vector<Series>& series, const LineChartOptions
   }
 
   // Legend along the top margin.
-  double lx = f.left;
+  double lx = f.left, ly = o.legend_y;
   for (const auto& s : series) {
     svg += fmt::format(
-        "<line x1=\"{0}\" y1=\"12\" x2=\"{1}\" y2=\"12\" stroke=\"{2}\" stroke-width=\"2.5\"/>"
-        "<circle cx=\"{3}\" cy=\"12\" r=\"3\" fill=\"{2}\"/>"
-        "<text x=\"{4}\" y=\"12\" dy=\"0.35em\" fill=\"#333\">{5}</text>\n",
-        num(lx), num(lx + 22), escape(s.color), num(lx + 11), num(lx + 28), escape(s.name));
-    lx += 28 + text_width(s.name, 12) + 18;
+        "<line x1=\"{0}\" y1=\"{6}\" x2=\"{1}\" y2=\"{6}\" stroke=\"{2}\" stroke-width=\"2.5\"/>"
+        "<circle cx=\"{3}\" cy=\"{6}\" r=\"3\" fill=\"{2}\"/>"
+        "<text x=\"{4}\" y=\"{6}\" dy=\"0.35em\" fill=\"#333\">{5}</text>\n",
+        num(lx), num(lx + 22), escape(s.color), num(lx + 11), num(lx + 28), escape(s.name),
+        num(ly));
+    if (o.legend_rows)
+      ly += 20;
+    else
+      lx += 28 + text_width(s.name, 12) + 18;
   }
 
   for (const auto& s : series) {

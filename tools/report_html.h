@@ -46,6 +46,10 @@ struct LineChartOptions {
   bool integer_x = true;         // x ticks at whole numbers (epochs)
   bool y_from_zero = false;      // the y axis starts at 0 (scores) instead of near the minimum
   int decimals = 4;              // of the values in the tooltips
+  // The legend along the top margin at height legend_y: side by side, or one name per row, 20
+  // pixels apart (long names; the frame's top margin must leave room for them).
+  bool legend_rows = false;
+  int legend_y = 12;
 };
 
 // Lines with a point per value. The x axis spans the data's x range exactly; the y axis is
