@@ -199,11 +199,15 @@ int64_t max_decode_steps(const DecodeOptions& o, int64_t s) {
                                                         : static_cast<int64_t>(steps);
 }
 
+int64_t max_decode_steps(const Seq2SeqConfig& c, const DecodeOptions& o, int64_t s) {
+  return std::min(max_decode_steps(o, s), c.position_limit());
+}
+
 double decode_memory_bound(const Seq2SeqConfig& c, int64_t rows, int64_t src_len,
                            const DecodeOptions& o) {
   const double b = static_cast<double>(rows), k = static_cast<double>(o.beam),
                s = static_cast<double>(src_len), v = static_cast<double>(c.tgt_vocab),
-               steps = static_cast<double>(max_decode_steps(o, src_len));
+               steps = static_cast<double>(max_decode_steps(c, o, src_len));
   const double a = static_cast<double>(c.attn_size > 0 ? c.attn_size : c.hidden);
   const double shards =
       static_cast<double>(std::min<int64_t>(o.shards, std::max<int64_t>(rows, 1)));
@@ -238,7 +242,7 @@ std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& b
   int64_t longest = 0, open = b;
   for (int64_t r = 0; r < b; ++r) {
     hyps[r].src_len = batch.src_lengths[r];
-    limit[r] = max_decode_steps(options, batch.src_lengths[r]);
+    limit[r] = max_decode_steps(model.config(), options, batch.src_lengths[r]);
     longest = std::max(longest, limit[r]);
   }
   const std::unique_ptr<Stepper> stepper = make_stepper(model, tape, batch, {}, longest);
@@ -297,7 +301,7 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
   int64_t longest = 0, open = b;
   for (int64_t s = 0; s < b; ++s) {
     Sentence& st = sents[s];
-    st.limit = max_decode_steps(options, batch.src_lengths[s]);
+    st.limit = max_decode_steps(model.config(), options, batch.src_lengths[s]);
     longest = std::max(longest, st.limit);
     st.alive.resize(static_cast<size_t>(k));
     for (int64_t i = 0; i < k; ++i) {

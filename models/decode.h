@@ -53,6 +53,9 @@ struct Hypothesis {
 
 // The maximum number of steps for a source of length s (at most kMaxOutputTokens).
 int64_t max_decode_steps(const DecodeOptions& options, int64_t s);
+// The same for a model of configuration c: a Transformer with learned positions also stops at
+// its last position (the hypothesis then ends unfinished, as at any other limit).
+int64_t max_decode_steps(const Seq2SeqConfig& c, const DecodeOptions& options, int64_t s);
 
 // An upper bound on the bytes decoding a batch of `rows` sentences of up to `src_len` tokens
 // takes: the hypotheses' attention matrices, the beam's log-probabilities and candidates, the

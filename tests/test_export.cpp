@@ -638,7 +638,9 @@ TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export
     write(dir / "input.txt", input);
     for (const char* flags : {"", "--beam 3 --nbest 3",
                               "--beam 4 --nbest 2 --length-penalty 0 --max-len-ratio 1 "
-                              "--max-len-extra 2 --batch-size 2"}) {
+                              "--max-len-extra 2 --batch-size 2",
+                              // Past the 32 learned positions: both stop at the last one.
+                              "--beam 2 --max-len-ratio 4 --max-len-extra 40"}) {
       INFO(flags);
       Shell ours = shell(tapestry_cmd(
           fmt::format("translate --model '{}' {} < '{}'", run, flags, dir / "input.txt")));

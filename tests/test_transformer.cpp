@@ -286,6 +286,32 @@ TEST_CASE("cached beam search: every hypothesis scores what recomputing it gives
   for (size_t r = 0; r < ps.size(); ++r) CHECK(greedy[r][0].tokens == beam1[r][0].tokens);
 }
 
+TEST_CASE("decoding with learned positions stops at the last position instead of failing",
+          "[transformer][decode]") {
+  Seq2SeqConfig c = tiny_transformer(nn::NormPlace::pre);
+  c.positions = Positions::learned;
+  c.max_positions = 8;  // the longest source (7) fits; 3 x 7 + 5 output steps would not
+  Seq2Seq model(c, DType::f32);
+  for (auto* p : model.parameters())
+    for (int64_t i = 0; i < p->numel(); ++i) p->value.set(i, p->value.at(i) * 2);
+  const std::vector<EncodedPair> ps = pairs();
+  DecodeOptions o;
+  o.max_len_ratio = 3;
+  CHECK(max_decode_steps(c, o, 7) == 8);
+  CHECK(max_decode_steps(tiny_transformer(), o, 7) == 26);  // sinusoidal: no last position
+  for (int64_t beam : {1, 3}) {
+    o.beam = beam;
+    const auto hyps = decode(model, batch_of(ps), o);
+    int64_t at_limit = 0;
+    for (const auto& h : hyps) {
+      CHECK(h[0].steps() <= 8);
+      at_limit += h[0].steps() == 8 && !h[0].finished;
+    }
+    INFO("beam " << beam);
+    CHECK(at_limit > 0);  // an untrained model runs on: the limit, not <eos>, ended some
+  }
+}
+
 TEST_CASE("a transformer config round-trips through JSON and names its parameters as PyTorch",
           "[transformer]") {
   Seq2SeqConfig c = tiny_transformer(nn::NormPlace::pre);

@@ -104,6 +104,12 @@ def max_decode_steps(options, src_len):
     return min(math.ceil(ratio_steps) + options.max_len_extra, MAX_OUTPUT_TOKENS)
 
 
+def step_limit(model, options, src_len):
+    """max_decode_steps, and for a model with a last position (learned positions) at most that
+    many steps: the hypothesis then ends unfinished, as at any other limit."""
+    return min(max_decode_steps(options, src_len), getattr(model, "position_limit", MAX_OUTPUT_TOKENS))
+
+
 def normalised(log_prob, steps, alpha):
     return log_prob if alpha == 0 else log_prob / float(max(steps, 1)) ** alpha
 
@@ -131,7 +137,7 @@ def greedy_decode(model, batch, options=DecodeOptions()):
     b = batch.src.size(0)
     decoding = model.start_decoding(batch)
     hyps = [Hypothesis() for _ in range(b)]
-    limits = [max_decode_steps(options, int(n)) for n in batch.src_lengths]
+    limits = [step_limit(model, options, int(n)) for n in batch.src_lengths]
     done = [False] * b
     y = torch.full((b,), BOS, dtype=torch.long)
     for t in range(max(limits)):
@@ -183,7 +189,7 @@ def beam_decode(model, batch, options):
     for n in batch.src_lengths.tolist():
         # One live start, so the first step has no twins.
         alive = [Hypothesis(log_prob=0.0 if i == 0 else dead) for i in range(k)]
-        sentences.append(_BeamSentence(alive, max_decode_steps(options, n)))
+        sentences.append(_BeamSentence(alive, step_limit(model, options, n)))
     y = torch.full((b * k,), BOS, dtype=torch.long)
     parents = list(range(b * k))
     for t in range(max(s.limit for s in sentences)):

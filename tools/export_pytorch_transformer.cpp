@@ -128,6 +128,7 @@ class Seq2Seq(nn.Module):
         if config.positions == "learned":
             self.src_pos = nn.Embedding(config.max_positions, d)
             self.tgt_pos = nn.Embedding(config.max_positions, d)
+            self.position_limit = config.max_positions  # decoding stops at the last position
         self.dropout = nn.Dropout(config.dropout)
         self.transformer = nn.Transformer(
             d_model=d, nhead=config.heads, num_encoder_layers=config.enc_layers,
