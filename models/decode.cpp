@@ -199,6 +199,14 @@ int64_t max_decode_steps(const DecodeOptions& o, int64_t s) {
                                                         : static_cast<int64_t>(steps);
 }
 
+bool beam_settled(const std::vector<double>& finished, const std::vector<double>& alive,
+                  int64_t k) {
+  if (alive.empty()) return true;
+  if (static_cast<int64_t>(finished.size()) < k) return false;
+  const double kth = *std::min_element(finished.begin(), finished.end());
+  return *std::max_element(alive.begin(), alive.end()) <= kth;
+}
+
 int64_t max_decode_steps(const Seq2SeqConfig& c, const DecodeOptions& o, int64_t s) {
   return std::min(max_decode_steps(o, s), c.position_limit());
 }
@@ -370,23 +378,15 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
         next.clear();
       }
       // Only the k best finished hypotheses can be returned: keep those (stable: among equal
-      // scores the one finished first). The sentence is done when nothing is alive, or when k
-      // have finished and no live one scores better than the k-th of them at its current
-      // length. Stopping at k finished alone would let a confident model's early, unlikely
-      // <eos> candidates (ranked in the top k only because all else is unlikely too) end the
-      // search before its live, near-certain hypothesis finishes.
+      // scores the one finished first); beam_settled says whether the sentence is done.
       auto by_score = [](const Hypothesis& a, const Hypothesis& c) { return a.score > c.score; };
       std::stable_sort(st.finished.begin(), st.finished.end(), by_score);
       if (static_cast<int64_t>(st.finished.size()) > k) st.finished.resize(static_cast<size_t>(k));
-      bool settled = next.empty();
-      if (!settled && static_cast<int64_t>(st.finished.size()) >= k) {
-        double best_alive = -std::numeric_limits<double>::infinity();
-        for (const auto& h : next)
-          best_alive =
-              std::max(best_alive, normalised(h.log_prob, h.steps(), options.length_penalty));
-        settled = best_alive <= st.finished.back().score;
-      }
-      if (settled) {
+      std::vector<double> finished_scores, alive_scores;
+      for (const auto& h : st.finished) finished_scores.push_back(h.score);
+      for (const auto& h : next)
+        alive_scores.push_back(normalised(h.log_prob, h.steps(), options.length_penalty));
+      if (beam_settled(finished_scores, alive_scores, k)) {
         st.done = true;
         --open;
       }

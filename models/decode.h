@@ -51,6 +51,14 @@ struct Hypothesis {
   int64_t steps() const { return static_cast<int64_t>(tokens.size()) + (finished ? 1 : 0); }
 };
 
+// Beam search's stopping rule for one sentence, given the normalised scores of its finished
+// hypotheses (the k best kept) and of its live ones at their current length: done when nothing
+// is alive, or when k have finished and no live one scores above the k-th finished. (Stopping
+// once k have finished would let a confident model's early, unlikely <eos> candidates, in the
+// top k only because every other candidate is unlikely too, end the search before its live,
+// near-certain hypothesis finishes.)
+bool beam_settled(const std::vector<double>& finished, const std::vector<double>& alive, int64_t k);
+
 // The maximum number of steps for a source of length s (at most kMaxOutputTokens).
 int64_t max_decode_steps(const DecodeOptions& options, int64_t s);
 // The same for a model of configuration c: a Transformer with learned positions also stops at

@@ -239,6 +239,21 @@ TEST_CASE("beam search returns n-best lists ranked by normalised score, within t
   }
 }
 
+TEST_CASE("beam search stops only when no live hypothesis can beat the k-th finished one",
+          "[decode]") {
+  // A confident model: after one step two unlikely <eos> candidates (normalised scores -5 and
+  // -6) made the top k = 2 only because every other candidate was unlikely too, while the live
+  // hypothesis scores -0.1. Stopping at k finished would return a -5 translation.
+  CHECK_FALSE(beam_settled({-5, -6}, {-0.1, -7}, 2));
+  // Once every live hypothesis scores at most the k-th finished one, the search is over.
+  CHECK(beam_settled({-0.2, -5}, {-5.5, -9}, 2));
+  CHECK(beam_settled({-0.2, -5}, {-5}, 2));  // a tie does not displace the one finished first
+  // Fewer than k finished: go on; nothing alive: done.
+  CHECK_FALSE(beam_settled({-0.2}, {-50}, 2));
+  CHECK(beam_settled({}, {}, 3));
+  CHECK(beam_settled({-1}, {}, 3));
+}
+
 TEST_CASE("decoding refuses bad options", "[decode]") {
   auto pairs = sources();
   std::vector<int64_t> rows{0};
