@@ -7,59 +7,15 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <new>
+#include <vector>
 
 #include "tapestry/models/train.h"
+#include "tools/heap_count.h"
 
 namespace {
-std::atomic<bool> counting{false};
-std::atomic<int64_t> allocations{0};
+auto& counting = tapestry::cli::heap_counter.counting;
+auto& allocations = tapestry::cli::heap_counter.allocations;
 }  // namespace
-
-#if !defined(__SANITIZE_ADDRESS__)
-// Replacements of the global allocation functions (allowed by [replacement.functions]); the
-// sized and aligned forms forward to these or are counted the same way.
-void* operator new(size_t n) {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n) {
-  return ::operator new(n);
-}
-void* operator new(size_t n, std::align_val_t a) {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1);
-  const size_t align = static_cast<size_t>(a);
-  if (void* p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n, std::align_val_t a) {
-  return ::operator new(n, a);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-#endif
 
 using namespace tapestry;
 using namespace tapestry::models;
@@ -69,6 +25,14 @@ TEST_CASE("a steady training step makes no heap allocation", "[train][memory]") 
   WARN("AddressSanitizer owns the allocator here: allocations are counted in the plain build");
   return;
 #endif
+  // The counter is linked in and counts: one vector, at least one allocation.
+  REQUIRE(tapestry::cli::heap_counter.installed);
+  allocations = 0;
+  counting = true;
+  auto* probe = new std::vector<int>(100);
+  counting = false;
+  delete probe;
+  REQUIRE(allocations.load() >= 2);
   Rng rng(3);
   std::vector<EncodedPair> pairs;
   for (int i = 0; i < 16; ++i) {

@@ -17,76 +17,6 @@
 #include "tools/cli.h"
 #include "tools/heap_count.h"
 
-// The global allocation functions, replaced ([replacement.functions]) so that `tapestry bench` can
-// count the heap allocations of a steady training step (tools/heap_count.h). Outside a count they
-// cost one relaxed load. The nothrow forms call these, as libstdc++'s do. Not under
-// AddressSanitizer, which owns the allocator (and reports a free of its operator new's memory).
-#if !defined(__SANITIZE_ADDRESS__)
-#define TAPESTRY_COUNTS_HEAP 1
-namespace {
-
-void count_allocation(size_t n) {
-  using tapestry::cli::heap_counter;
-  if (!heap_counter.counting.load(std::memory_order_relaxed)) return;
-  heap_counter.allocations.fetch_add(1, std::memory_order_relaxed);
-  if (!heap_counter.trace.load(std::memory_order_relaxed)) return;
-  // backtrace() may allocate (on its first call it loads the unwinder): not counted twice.
-  thread_local bool inside = false;
-  if (inside) return;
-  inside = true;
-  char line[64];
-  const int len = std::snprintf(line, sizeof line, "heap allocation: %zu bytes\n", n);
-  [[maybe_unused]] const ssize_t written = write(2, line, static_cast<size_t>(len));
-  void* frames[24];
-  backtrace_symbols_fd(frames, backtrace(frames, 24), 2);
-  inside = false;
-}
-
-}  // namespace
-
-void* operator new(size_t n) {
-  count_allocation(n);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n) {
-  return ::operator new(n);
-}
-void* operator new(size_t n, std::align_val_t a) {
-  count_allocation(n);
-  const size_t align = static_cast<size_t>(a);
-  if (void* p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n, std::align_val_t a) {
-  return ::operator new(n, a);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-#endif
-
 namespace {
 
 using tapestry::cli::Args;
@@ -151,9 +81,6 @@ int main(int argc, char** argv) {
   // A write past the file-size limit then fails with EFBIG, which the writers report, instead of
   // the signal killing the program with no word said.
   std::signal(SIGXFSZ, SIG_IGN);
-#ifdef TAPESTRY_COUNTS_HEAP
-  tapestry::cli::heap_counter.installed = true;
-#endif
   if (const char* trace = std::getenv("TAPESTRY_HEAP_TRACE"); trace && *trace && *trace != '0') {
     void* frame[1];
     backtrace(frame, 1);  // loads the unwinder now, not inside a counted allocation
