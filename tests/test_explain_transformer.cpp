@@ -204,6 +204,57 @@ TEST_CASE("explain --arch transformer: JSON gradients equal an ordinary backward
         }
       }
     }
+    // Across the sentence: the steps' gradients at the encoder's output add up to one backward
+    // pass of L = sum_t L_t, here the training loss over the whole sentence (a mean) times T.
+    const json& across = all["across"];
+    INFO("across" << norm);
+    CHECK(across["sum_difference"].get<double>() < 1e-12);
+    REQUIRE(across["losses"].size() == all["steps"].size());
+    for (size_t t = 0; t < across["losses"].size(); ++t) {
+      CHECK(across["losses"][t].get<double>() == all["steps"][t]["loss"].get<double>());
+      double sum = 0;
+      for (const auto& w : across["weights"][t]) sum += w.get<double>();
+      CHECK(std::abs(sum - 1) < 1e-12);  // the heads' mean of distributions
+    }
+    const json& j = all["steps"][0];
+    models::Seq2SeqConfig config = models::Seq2SeqConfig::from_json(j["config"].dump());
+    models::Seq2Seq model(config, DType::f64);
+    model.eval();
+    models::Vocab src = models::Vocab::from_json(j["src_vocab"].dump());
+    models::Vocab tgt = models::Vocab::from_json(j["tgt_vocab"].dump());
+    models::Batch batch;
+    batch.size = 1;
+    for (const auto& w : j["source"]) batch.src.push_back(src.id(w.get<std::string>()));
+    batch.src_len = static_cast<int64_t>(batch.src.size());
+    batch.src_lengths = {batch.src_len};
+    const auto sentence = j["target_sentence"].get<std::vector<std::string>>();
+    batch.tgt_len = static_cast<int64_t>(sentence.size()) + 1;
+    batch.tgt_in = {models::Vocab::kBos};
+    for (const auto& w : sentence) {
+      batch.tgt_in.push_back(tgt.id(w));
+      batch.tgt_out.push_back(tgt.id(w));
+    }
+    batch.tgt_out.push_back(models::Vocab::kEos);
+    batch.tgt_lengths = {batch.tgt_len};
+    Tape tape;
+    tape.set_keep_grads(true);
+    Rng rng(0);
+    models::TransformerModel& tf = model.transformer();
+    const auto memory = tf.encode(tape, batch, rng);
+    const Var h = tf.decode(tape, memory, batch, rng);
+    const Var z = tf.logits(tape, ops::reshape(h, {batch.tgt_len, config.d_model}));
+    tape.backward(ops::scale(ops::cross_entropy(z, batch.tgt_out, models::Vocab::kPad),
+                             static_cast<double>(batch.tgt_len)));
+    const std::vector<double> g = tape.grad(memory.states).to_vector();
+    REQUIRE(across["total_norms"].size() == static_cast<size_t>(batch.src_len));
+    for (int64_t s = 0; s < batch.src_len; ++s) {
+      double n2 = 0;
+      for (int64_t k = 0; k < config.d_model; ++k)
+        n2 += g[static_cast<size_t>(s * config.d_model + k)] *
+              g[static_cast<size_t>(s * config.d_model + k)];
+      CHECK(std::abs(std::sqrt(n2) - across["total_norms"][static_cast<size_t>(s)].get<double>()) <
+            1e-12);
+    }
   }
 }
 

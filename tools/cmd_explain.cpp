@@ -103,13 +103,19 @@ int explain_transformer(ExplainModel& m, const std::string& target, bool all_ste
     if (what.rfind("explain: ", 0) == 0) what = what.substr(9);
     throw UsageError{what};
   }
+  AcrossSteps across;
+  if (all_steps)
+    across =
+        transformer_across(steps, transformer_sentence_gradient(m, steps.front().target_sentence));
   TextOptions o;
   o.full_max = full;
   if (quiet_tables) o.forward = o.backward = o.check_rows = false;
   std::string text;
-  if (format == "text")
+  if (format == "text") {
     for (size_t i = 0; i < steps.size(); ++i)
       text += (i ? "\n" + std::string(100, '=') + "\n" : "") + render_transformer_text(steps[i], o);
+    if (all_steps) text += render_across_text(across, !quiet_tables);
+  }
   if (format == "json") {
     if (!all_steps) {
       text = render_transformer_json(steps.front());
@@ -117,10 +123,10 @@ int explain_transformer(ExplainModel& m, const std::string& target, bool all_ste
       std::string items;
       for (size_t i = 0; i < steps.size(); ++i)
         items += (i ? ",\n" : "") + render_transformer_json(steps[i]);
-      text = "{\"steps\": [\n" + items + "]}\n";
+      text = "{\"steps\": [\n" + items + "],\n\"across\": " + across_json(across) + "}\n";
     }
   }
-  if (format == "html") text = render_transformer_html(steps);
+  if (format == "html") text = render_transformer_html(steps, all_steps ? &across : nullptr);
   if (out.empty()) {
     fmt::print("{}", text);
   } else {

@@ -168,6 +168,14 @@ struct AcrossSteps {
 std::vector<double> sentence_keys_gradient(ExplainModel& m, const std::vector<std::string>& target);
 AcrossSteps across_steps(const std::vector<Explanation>& steps,
                          const std::vector<double>& sentence_dh);
+// The same from its parts, for any architecture: per step t the word written, L_t, the weights
+// over the source (or none) and dL_t/dh (S,K) of the states the attention reads (empty where
+// no gradient reached them), and dL/dh of the whole sentence's loss. `states` names their gradient
+// in the story ("Each h_j's gradient").
+AcrossSteps across_sentence(std::vector<std::string> source, std::vector<std::string> written,
+                            std::vector<double> losses, std::vector<std::vector<double>> weights,
+                            const std::vector<std::vector<double>>& step_grads,
+                            const std::vector<double>& sentence_grad, const std::string& states);
 std::string render_across_text(const AcrossSteps& a, bool tables);
 std::string across_json(const AcrossSteps& a);
 

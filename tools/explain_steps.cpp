@@ -9,27 +9,24 @@
 
 namespace tapestry::cli {
 
-AcrossSteps across_steps(const std::vector<Explanation>& steps,
-                         const std::vector<double>& sentence_dh) {
+AcrossSteps across_sentence(std::vector<std::string> source, std::vector<std::string> written,
+                            std::vector<double> losses, std::vector<std::vector<double>> weights,
+                            const std::vector<std::vector<double>>& step_grads,
+                            const std::vector<double>& sentence_grad, const std::string& states) {
   AcrossSteps a;
-  if (steps.empty()) return a;
-  a.source = steps.front().source;
+  a.source = std::move(source);
+  a.written = std::move(written);
+  a.losses = std::move(losses);
+  a.weights = std::move(weights);
   const size_t S = a.source.size();
-  std::vector<double> sum(sentence_dh.size(), 0.0);
-  for (const Explanation& e : steps) {
-    a.written.push_back(e.target);
-    a.losses.push_back(e.loss);
-    const ExplainNode* w =
-        e.focus.weights >= 0 ? &e.nodes[static_cast<size_t>(e.focus.weights)] : nullptr;
-    if (w) a.weights.push_back(w->value);
-    const ExplainNode* h =
-        e.focus.keys >= 0 ? &e.nodes[static_cast<size_t>(e.focus.keys)] : nullptr;
+  if (a.written.empty()) return a;
+  std::vector<double> sum(sentence_grad.size(), 0.0);
+  for (const auto& g : step_grads) {
     std::vector<double> norms(S, 0.0);
-    if (h && !h->grad.empty() && h->grad.size() == sum.size()) {
-      const size_t K = h->grad.size() / S;
-      for (size_t j = 0; j < S; ++j)
-        norms[j] = norm(std::span<const double>(h->grad).subspan(j * K, K));
-      for (size_t i = 0; i < sum.size(); ++i) sum[i] += h->grad[i];
+    if (S > 0 && !g.empty() && g.size() == sum.size()) {
+      const size_t K = g.size() / S;
+      for (size_t j = 0; j < S; ++j) norms[j] = norm(std::span<const double>(g).subspan(j * K, K));
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += g[i];
     }
     a.dh_norms.push_back(norms);
   }
@@ -37,7 +34,7 @@ AcrossSteps across_steps(const std::vector<Explanation>& steps,
   for (size_t j = 0; j < S; ++j)
     a.total_norms.push_back(norm(std::span<const double>(sum).subspan(j * K, K)));
   for (size_t i = 0; i < sum.size(); ++i)
-    a.sum_difference = std::max(a.sum_difference, std::abs(sum[i] - sentence_dh[i]));
+    a.sum_difference = std::max(a.sum_difference, std::abs(sum[i] - sentence_grad[i]));
 
   // In words: where the attention jumped, which word the loss reached most, the sum's check.
   double total = 0;
@@ -45,7 +42,7 @@ AcrossSteps across_steps(const std::vector<Explanation>& steps,
   a.story.push_back(fmt::format(
       "The sentence's loss is the sum of its {} steps' losses: L = {:.4g} (mean {:.3g} a step).",
       a.losses.size(), total, total / static_cast<double>(a.losses.size())));
-  if (a.weights.size() == steps.size() && S > 1) {
+  if (a.weights.size() == a.written.size() && S > 1) {
     // The focus (the largest weight) moving from step to step: on by one word is the diagonal of
     // a monotone alignment; staying and jumping are what reordering looks like.
     size_t diagonal = 0, stays = 0;
@@ -81,13 +78,33 @@ AcrossSteps across_steps(const std::vector<Explanation>& steps,
     for (size_t t = 1; t < a.dh_norms.size(); ++t)
       if (a.dh_norms[t][j] > a.dh_norms[from][j]) from = t;
     a.story.push_back(fmt::format(
-        "Each h_j's gradient is the sum of what every step sent back to it: the loss reaches "
+        "{} is the sum of what every step sent back to it: the loss reaches "
         "'{}' hardest (|dL/dh_j| = {:.3g}), most of it from step {}, which writes '{}'. Summed "
         "over the steps, the gradients equal one backward pass of the whole sentence's loss to "
         "{:.1e}.",
-        a.source[j], a.total_norms[j], from, a.written[from], a.sum_difference));
+        states, a.source[j], a.total_norms[j], from, a.written[from], a.sum_difference));
   }
   return a;
+}
+
+AcrossSteps across_steps(const std::vector<Explanation>& steps,
+                         const std::vector<double>& sentence_dh) {
+  if (steps.empty()) return {};
+  std::vector<std::string> written;
+  std::vector<double> losses;
+  std::vector<std::vector<double>> weights, grads;
+  const size_t n = sentence_dh.size();
+  for (const Explanation& e : steps) {
+    written.push_back(e.target);
+    losses.push_back(e.loss);
+    if (e.focus.weights >= 0)
+      weights.push_back(e.nodes[static_cast<size_t>(e.focus.weights)].value);
+    const ExplainNode* h =
+        e.focus.keys >= 0 ? &e.nodes[static_cast<size_t>(e.focus.keys)] : nullptr;
+    grads.push_back(h && h->grad.size() == n ? h->grad : std::vector<double>{});
+  }
+  return across_sentence(steps.front().source, std::move(written), std::move(losses),
+                         std::move(weights), grads, sentence_dh, "Each h_j's gradient");
 }
 
 std::string render_across_text(const AcrossSteps& a, bool tables) {

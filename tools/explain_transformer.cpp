@@ -53,6 +53,7 @@ namespace {
 // so each inner node has the same index on every tape.
 struct Pass {
   TransformerModel::Weights weights;
+  Var memory;  // (1,S,d): the encoder's output h_j, which every cross-attention reads
   Var logits, loss;
 };
 
@@ -60,6 +61,7 @@ Pass run_pass(Tape& tape, TransformerModel& tf, const models::Batch& batch, int3
   Rng unused(0);  // eval mode: no dropout draws
   Pass p;
   const TransformerModel::Memory memory = tf.encode(tape, batch, unused, &p.weights);
+  p.memory = memory.states;
   const Var h = tf.decode(tape, memory, batch, unused, &p.weights);  // (1,t+1,d)
   const int64_t t = batch.tgt_len - 1;
   {
@@ -175,6 +177,7 @@ TransformerExplanation explain_transformer_step(ExplainModel& m,
   Pass p = run_pass(tape, tf, batch, e.target_id);
   tape.backward(p.loss);
   e.loss = p.loss.value().item();
+  if (const Tensor g = tape.grad(p.memory); g.defined()) e.memory_grad = g.to_vector();
   {
     const std::vector<double> z = p.logits.value().to_vector();
     const double mx = *std::max_element(z.begin(), z.end());
@@ -276,6 +279,69 @@ TransformerExplanation explain_transformer_step(ExplainModel& m,
   }
   e.story = transformer_story(e);
   return e;
+}
+
+std::vector<double> transformer_sentence_gradient(ExplainModel& m,
+                                                  const std::vector<std::string>& target) {
+  models::Seq2Seq& model = *m.model;
+  TransformerModel& tf = model.transformer();
+  const auto s = static_cast<int64_t>(m.source.size());
+  const auto steps = static_cast<int64_t>(target.size()) + 1;
+  models::Batch batch;
+  batch.size = 1;
+  batch.src_len = s;
+  for (const auto& w : m.source) batch.src.push_back(m.src.id(w));
+  batch.src_lengths = {s};
+  batch.tgt_len = steps;
+  batch.tgt_lengths = {steps};
+  batch.tgt_in.push_back(Vocab::kBos);
+  for (const auto& w : target) {
+    batch.tgt_in.push_back(m.tgt.id(w));
+    batch.tgt_out.push_back(m.tgt.id(w));
+  }
+  batch.tgt_out.push_back(Vocab::kEos);
+  Tape tape;
+  tape.set_keep_grads(true);  // the encoder's output is an inner node
+  Rng unused(0);
+  const TransformerModel::Memory memory = tf.encode(tape, batch, unused);
+  const Var h = tf.decode(tape, memory, batch, unused);  // (1,T,d)
+  Var loss;
+  for (int64_t t = 0; t < steps; ++t) {  // L = sum_t L_t, each as explain_transformer_step has it
+    const int32_t y = batch.tgt_out[static_cast<size_t>(t)];
+    Var l = ops::cross_entropy(tf.logits(tape, ops::reshape(ops::slice(h, 1, t, 1), {1, h.dim(2)})),
+                               std::span<const int32_t>(&y, 1), Vocab::kPad);
+    loss = t == 0 ? l : loss + l;
+  }
+  model.zero_grad();
+  tape.backward(loss);
+  model.zero_grad();  // the parameters' gradients are not this function's result
+  const Tensor g = tape.grad(memory.states);
+  return g.defined() ? g.to_vector() : std::vector<double>(memory.states.numel(), 0.0);
+}
+
+AcrossSteps transformer_across(const std::vector<TransformerExplanation>& steps,
+                               const std::vector<double>& sentence_grad) {
+  if (steps.empty()) return {};
+  std::vector<std::string> written;
+  std::vector<double> losses;
+  std::vector<std::vector<double>> weights, grads;
+  for (const TransformerExplanation& e : steps) {
+    written.push_back(e.target);
+    losses.push_back(e.loss);
+    // The last layer's cross-attention at the step's position, averaged over the heads.
+    std::vector<double> mean(e.source.size(), 0.0);
+    for (int h = 0; h < e.heads; ++h) {
+      const HeadTensor& w = e.head(static_cast<int>(e.layers) - 1, true, h).weights;
+      const size_t cols = static_cast<size_t>(w.shape[1]), row = static_cast<size_t>(e.step);
+      for (size_t j = 0; j < cols && j < mean.size(); ++j)
+        mean[j] += w.value[row * cols + j] / static_cast<double>(e.heads);
+    }
+    weights.push_back(std::move(mean));
+    grads.push_back(e.memory_grad);
+  }
+  return across_sentence(
+      steps.front().source, std::move(written), std::move(losses), std::move(weights), grads,
+      sentence_grad, "The gradient of each encoder output h_j (what every cross-attention reads)");
 }
 
 }  // namespace tapestry::cli

@@ -46,6 +46,7 @@ struct TransformerExplanation {
   std::vector<std::pair<std::string, double>> top;
   std::vector<HeadExplanation> attention;    // by layer, then self before cross, then head
   std::vector<ExplainParameter> parameters;  // every parameter's gradient (values left out)
+  std::vector<double> memory_grad;           // dL_t/dh_j of the encoder's output h (S,d)
   std::vector<std::string> story;
   std::vector<ExplainCheck> checks;
   double eps = 0, tolerance = 0;
@@ -67,11 +68,23 @@ TransformerExplanation explain_transformer_step(ExplainModel& m,
                                                 const std::vector<std::string>& target,
                                                 int64_t step, const CheckOptions& check);
 
+// dL/dh_j of the encoder's output for the whole sentence's loss L = sum_t L_t (teacher-forced on
+// `target`, <eos> last), from one ordinary backward pass: (S,d) row-major.
+std::vector<double> transformer_sentence_gradient(ExplainModel& m,
+                                                  const std::vector<std::string>& target);
+// The sentence across its steps (--step all): each step's last-layer cross-attention averaged
+// over the heads, and the gradient each step sends to each h_j, whose sum is checked against
+// transformer_sentence_gradient.
+AcrossSteps transformer_across(const std::vector<TransformerExplanation>& steps,
+                               const std::vector<double>& sentence_grad);
+
 // The step told in sentences (tools/explain_transformer_text.cpp).
 std::vector<std::string> transformer_story(const TransformerExplanation& e);
 std::string render_transformer_text(const TransformerExplanation& e, const TextOptions& o);
 std::string render_transformer_json(const TransformerExplanation& e);
 // One page for one or more steps, in the walkthrough's style (tools/explain_transformer_html.cpp).
-std::string render_transformer_html(const std::vector<TransformerExplanation>& steps);
+// With `across` (--step all), the sentence's attention and story first.
+std::string render_transformer_html(const std::vector<TransformerExplanation>& steps,
+                                    const AcrossSteps* across = nullptr);
 
 }  // namespace tapestry::cli

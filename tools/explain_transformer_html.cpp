@@ -215,7 +215,8 @@ fromHash();
 
 }  // namespace
 
-std::string render_transformer_html(const std::vector<TransformerExplanation>& steps) {
+std::string render_transformer_html(const std::vector<TransformerExplanation>& steps,
+                                    const AcrossSteps* across) {
   if (steps.empty()) return "";
   const TransformerExplanation& first = steps.front();
   size_t failed = 0, checked = 0;
@@ -240,6 +241,21 @@ std::string render_transformer_html(const std::vector<TransformerExplanation>& s
        "&#9664; previous</button><span id=\"where\"></span><button id=\"next\" title=\"next step "
        "(right arrow or j)\">next &#9654;</button><span class=\"keys\">keys: &larr; &rarr; (or k "
        "j), Home, End</span></nav>\n";
+  if (across && !across->story.empty()) {
+    // The whole sentence: each step's last-layer cross-attention (mean over heads), and the story.
+    h += "<section class=\"across\"><h2>Across the sentence</h2>\n";
+    if (across->weights.size() == across->written.size()) {
+      std::vector<float> w;
+      for (const auto& row : across->weights)
+        for (double v : row) w.push_back(static_cast<float>(v));
+      h += "<p>Each step's cross-attention in the last layer, averaged over the heads (rows: the "
+           "word each step writes).</p>\n";
+      h += html::heatmap(across->source, across->written, w);
+    }
+    h += "<ul>\n";
+    for (const auto& s : across->story) h += "<li>" + esc(s) + "</li>\n";
+    h += "</ul></section>\n";
+  }
   for (const auto& e : steps) h += step_section(e);
   h += "<script>" + std::string(kScript) + "</script>\n</body></html>\n";
   return h;
