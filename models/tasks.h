@@ -66,7 +66,7 @@ Example date_example(int year, int month, int day, int format);
 // One token per character, a space becoming kDateSpace.
 std::vector<std::string> char_tokens(std::string_view text);
 
-// ---- grammar: a small English -> French-like language (rules in tasks.cpp) --------------------
+// ---- grammar: a small English -> French-like language (rules in task_grammar.cpp) -------------
 // Translates an English sentence (NP verb NP [preposition NP]) or a lone noun phrase of the
 // grammar, with the true alignment. Throws ValueError naming the first word that does not fit.
 Example translate_grammar(const std::vector<std::string>& english);

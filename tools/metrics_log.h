@@ -1,4 +1,4 @@
-// The metrics.jsonl reader of `tapestry report` (tools/cmd_report.cpp), for the fuzz targets and
+// The metrics.jsonl reader of `tapestry report` (tools/report_read.cpp), for the fuzz targets and
 // tests: it reads and checks the whole log as the report does.
 #pragma once
 
