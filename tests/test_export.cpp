@@ -591,16 +591,20 @@ TEST_CASE("the exported model.py bounds decoding as Tapestry does", "[export][to
         "model.max_decode_steps(model.DecodeOptions(max_len_ratio={}, "
         "max_len_extra={}), {}), ",
         c.ratio, c.extra, c.src_len);
+  // A model with a last position (learned positions) stops there; one without keeps the bound.
   py +=
       "model.max_decode_steps(model.DecodeOptions(max_len_ratio=float('inf')), 1), "
-      "model.MAX_SOURCE_TOKENS, model.MAX_OUTPUT_TOKENS]))\n";
+      "model.MAX_SOURCE_TOKENS, model.MAX_OUTPUT_TOKENS, "
+      "model.step_limit(type('Learned', (), {'position_limit': 8})(), "
+      "model.DecodeOptions(max_len_ratio=3), 7), "
+      "model.step_limit(object(), model.DecodeOptions(max_len_ratio=3), 7)]))\n";
   write(dir / "bounds.py", py);
   Shell s =
       shell(fmt::format("{} '{}' '{}'", kPython, dir / "bounds.py", dir.str()), dir / "bounds.err");
   INFO(read(dir / "bounds.err"));
   REQUIRE(s.status == 0);
   const nlohmann::json got = nlohmann::json::parse(s.out);
-  REQUIRE(got.size() == cases.size() + 3);
+  REQUIRE(got.size() == cases.size() + 5);
   for (size_t i = 0; i < cases.size(); ++i) {
     models::DecodeOptions o;
     o.max_len_ratio = cases[i].ratio;
@@ -613,6 +617,15 @@ TEST_CASE("the exported model.py bounds decoding as Tapestry does", "[export][to
   CHECK(got[cases.size()].get<int64_t>() == models::max_decode_steps(inf, 1));
   CHECK(got[cases.size() + 1].get<int64_t>() == models::kMaxSourceTokens);
   CHECK(got[cases.size() + 2].get<int64_t>() == models::kMaxOutputTokens);
+  models::Seq2SeqConfig learned;
+  learned.arch = models::Arch::transformer;
+  learned.positions = models::Positions::learned;
+  learned.max_positions = 8;
+  models::DecodeOptions three;
+  three.max_len_ratio = 3;
+  CHECK(got[cases.size() + 3].get<int64_t>() == models::max_decode_steps(learned, three, 7));
+  CHECK(got[cases.size() + 3].get<int64_t>() == 8);
+  CHECK(got[cases.size() + 4].get<int64_t>() == models::max_decode_steps(three, 7));
 }
 
 TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export][torch]") {
@@ -639,7 +652,7 @@ TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export
     for (const char* flags : {"", "--beam 3 --nbest 3",
                               "--beam 4 --nbest 2 --length-penalty 0 --max-len-ratio 1 "
                               "--max-len-extra 2 --batch-size 2",
-                              // Past the 32 learned positions: both stop at the last one.
+                              // Long limits (past the learned model's 32 positions).
                               "--beam 2 --max-len-ratio 4 --max-len-extra 40"}) {
       INFO(flags);
       Shell ours = shell(tapestry_cmd(

@@ -94,6 +94,8 @@ TEST_CASE("plot refuses bad input with one line naming the file, key or flag", "
        "--metric 'bleu4'"},
       {fmt::format("plot '{}' --names a,b --out '{}'", dir / "ok.json", out),
        "--names has 2 names for 1 files"},
+      {fmt::format("plot '{}' '{}' --names 'a,' --out '{}'", dir / "ok.json", dir / "ok.json", out),
+       "--names has an empty name"},
       {fmt::format("plot '{}' --out '{}'", dir / "ok.json", dir / "no/such/dir.svg"), "--out"},
   };
   for (const auto& c : cases) {

@@ -300,6 +300,7 @@ TEST_CASE("decoding with learned positions stops at the last position instead of
   CHECK(max_decode_steps(c, o, 7) == 8);
   CHECK(max_decode_steps(tiny_transformer(), o, 7) == 26);  // sinusoidal: no last position
   for (int64_t beam : {1, 3}) {
+    INFO("beam " << beam);
     o.beam = beam;
     const auto hyps = decode(model, batch_of(ps), o);
     int64_t at_limit = 0;
@@ -307,7 +308,6 @@ TEST_CASE("decoding with learned positions stops at the last position instead of
       CHECK(h[0].steps() <= 8);
       at_limit += h[0].steps() == 8 && !h[0].finished;
     }
-    INFO("beam " << beam);
     CHECK(at_limit > 0);  // an untrained model runs on: the limit, not <eos>, ended some
   }
 }

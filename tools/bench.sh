@@ -31,7 +31,7 @@ the peak RSS of both programs is measured the same way.
   --blas-cores LIST      OPENBLAS_CORETYPE values tried for both sides; "default" leaves the
                          environment's [AVX-512 CPUs: "Haswell SkylakeX"; others: "default"]
   --no-build             use the existing build (TAPESTRY_BUILD_DIR, default build/)
-  --no-peak              skip the sgemm peak (no % of peak column)
+  --no-peak              skip the FMA probe and sgemm peak (no % of peak column)
   --out DIR              keep every run's output there [BUILD/bench-DATE]
 
 Speed ratios are Tapestry / PyTorch: above 1, Tapestry is faster; the memory ratio is
@@ -90,6 +90,27 @@ for p in $presets; do
 done
 for a in $archs; do
   case $a in rnn|transformer) ;; *) die "unknown architecture '$a' (valid: rnn, transformer)" ;; esac
+done
+
+# OpenBLAS's kernel sets to try: on an AVX-512 CPU its AVX2 and its AVX-512 ones. Its SkylakeX
+# kernels need AVX-512 F, BW, DQ and VL; forced onto a CPU without them they die of SIGILL.
+has_avx512=1
+for f in avx512f avx512bw avx512dq avx512vl; do
+  grep -qw "$f" /proc/cpuinfo 2>/dev/null || has_avx512=0
+done
+if [[ -z $blas_cores ]]; then
+  if ((has_avx512)); then blas_cores="Haswell SkylakeX"; else blas_cores=default; fi
+fi
+seen=" "
+for core in $blas_cores; do
+  case $core in
+    default | Haswell | Zen | SkylakeX | Sandybridge | Nehalem | Prescott) ;;
+    *) die "--blas-cores: '$core' is not an OpenBLAS core type this script knows (default, Haswell, Zen, SkylakeX, Sandybridge, Nehalem, Prescott)" ;;
+  esac
+  [[ $core != SkylakeX ]] || ((has_avx512)) ||
+    die "--blas-cores SkylakeX needs AVX-512 (F, BW, DQ, VL), which this CPU lacks"
+  [[ $seen != *" $core "* ]] || die "--blas-cores names '$core' twice"
+  seen+="$core "
 done
 
 [[ -x /usr/bin/time ]] || die "/usr/bin/time not found (apt-get install time): it measures peak RSS"
@@ -163,13 +184,8 @@ EOF
   fi
 fi
 
-# OpenBLAS's kernel sets to try: on an AVX-512 CPU its AVX2 and its AVX-512 ones.
-if [[ -z $blas_cores ]]; then
-  if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then blas_cores="Haswell SkylakeX"; else blas_cores=default; fi
-fi
 echo "# OpenBLAS kernel sets tried on both sides: $blas_cores (environment: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset})"
-# The environment and label suffix of one kernel set.
-core_env() { [[ $1 = default ]] || echo "OPENBLAS_CORETYPE=$1"; }
+# The label suffix of one kernel set (none when only the environment's is tried).
 core_label() { [[ $blas_cores = default ]] || echo "-$1"; }
 
 # Runs one benchmark under /usr/bin/time -v and appends its RESULT, labelled, to results.jsonl.
@@ -202,20 +218,21 @@ for arch in $archs; do
     echo "# $arch $preset: $rounds rounds"
     for ((r = 1; r <= rounds; ++r)); do
       for core in $blas_cores; do
-        cenv=$(core_env "$core")
+        cenv=()  # the kernel set's environment
+        [[ $core = default ]] || cenv=("OPENBLAS_CORETYPE=$core")
         suffix=$(core_label "$core")
         for t in $tapestry_threads; do
           # Tapestry spreads a batch over t cores itself, OpenBLAS single-threaded inside each (set
           # in the environment too: OpenBLAS starts its own pool when it loads).
-          run_one tapestry "t$t$suffix" "$arch" "$preset" "$r" env $cenv OPENBLAS_NUM_THREADS=1 \
+          run_one tapestry "t$t$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" OPENBLAS_NUM_THREADS=1 \
             "$tapestry" bench --arch "$arch" --config "$preset" --threads "$t" "${flags[@]}"
         done
         if ((have_torch)); then
-          run_one pytorch "t1$suffix" "$arch" "$preset" "$r" env $cenv "$python" "$reference" \
+          run_one pytorch "t1$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$python" "$reference" \
             --config "$preset" --threads 1 "${flags[@]}"
-          run_one pytorch "t1b2$suffix" "$arch" "$preset" "$r" env $cenv "$python" "$reference" \
+          run_one pytorch "t1b2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$python" "$reference" \
             --config "$preset" --threads 1 --blas-threads 2 "${flags[@]}"
-          run_one pytorch "t2$suffix" "$arch" "$preset" "$r" env $cenv "$python" "$reference" \
+          run_one pytorch "t2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$python" "$reference" \
             --config "$preset" --threads 2 "${flags[@]}"
         fi
       done
@@ -253,6 +270,9 @@ def pct(runs):
     cores = r["threads"] if r["impl"] == "tapestry" else r["blas_threads"]
     p = peaks.get("fma_per_core", 0) * cores
     return f"{100 * med(runs, 'train_gflops') / p:.0f}%" if p else "-"
+
+if peaks.get("sgemm") and not peaks.get("fma_per_core"):
+    print("note: the peak probe printed no FMA line (an sgemm_peak.c without it?): no %peak")
 
 def num(x, fmt="{:,.0f}"):
     return "-" if x is None else fmt.format(x)

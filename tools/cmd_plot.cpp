@@ -108,6 +108,8 @@ int cmd_plot(const Args& args) {
   std::vector<std::string> names;
   if (!names_text.empty()) {
     names = split_names(names_text);
+    for (const auto& n : names)
+      if (n.empty()) throw UsageError{"--names has an empty name (names are comma-separated)"};
     if (names.size() != files.size())
       throw UsageError{
           fmt::format("--names has {} names for {} files", names.size(), files.size())};

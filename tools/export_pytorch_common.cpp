@@ -107,7 +107,8 @@ def max_decode_steps(options, src_len):
 def step_limit(model, options, src_len):
     """max_decode_steps, and for a model with a last position (learned positions) at most that
     many steps: the hypothesis then ends unfinished, as at any other limit."""
-    return min(max_decode_steps(options, src_len), getattr(model, "position_limit", MAX_OUTPUT_TOKENS))
+    last = getattr(model, "position_limit", MAX_OUTPUT_TOKENS)
+    return min(max_decode_steps(options, src_len), last)
 
 
 def normalised(log_prob, steps, alpha):

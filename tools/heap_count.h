@@ -7,9 +7,9 @@
 
 namespace tapestry::cli {
 
-// The tapestry program replaces the global operator new (tools/tapestry.cpp) and counts its calls
-// here while `counting` is set; other programs linking the tools (the tests) leave `installed`
-// false, and their allocations go uncounted. With `trace` set as well (TAPESTRY_HEAP_TRACE=1), each
+// The tapestry program and the tests link a replacement of the global operator new
+// (tools/heap_count_new.cpp, which sets `installed`; not under AddressSanitizer) that counts its
+// calls here while `counting` is set. With `trace` set as well (TAPESTRY_HEAP_TRACE=1), each
 // counted allocation prints its size and a backtrace to standard error, to find where it comes
 // from (addresses resolve with addr2line -e build/tapestry).
 struct HeapCounter {
