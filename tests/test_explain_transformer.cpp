@@ -65,6 +65,28 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
   return d;
 }
 
+// The whole teacher-forced sentence of one step's JSON as a batch of one: <bos> y*_0 .. y*_(T-2)
+// in, y*_0 .. <eos> out.
+models::Batch sentence_batch(const json& j) {
+  models::Vocab src = models::Vocab::from_json(j["src_vocab"].dump());
+  models::Vocab tgt = models::Vocab::from_json(j["tgt_vocab"].dump());
+  models::Batch batch;
+  batch.size = 1;
+  for (const auto& w : j["source"]) batch.src.push_back(src.id(w.get<std::string>()));
+  batch.src_len = static_cast<int64_t>(batch.src.size());
+  batch.src_lengths = {batch.src_len};
+  const auto sentence = j["target_sentence"].get<std::vector<std::string>>();
+  batch.tgt_len = static_cast<int64_t>(sentence.size()) + 1;
+  batch.tgt_in = {models::Vocab::kBos};
+  for (const auto& w : sentence) {
+    batch.tgt_in.push_back(tgt.id(w));
+    batch.tgt_out.push_back(tgt.id(w));
+  }
+  batch.tgt_out.push_back(models::Vocab::kEos);
+  batch.tgt_lengths = {batch.tgt_len};
+  return batch;
+}
+
 }  // namespace
 
 TEST_CASE("explain --arch transformer: per-head tables, and every head's check passes",
@@ -125,20 +147,9 @@ TEST_CASE("explain --arch transformer: JSON gradients equal an ordinary backward
       models::Seq2SeqConfig config = models::Seq2SeqConfig::from_json(j["config"].dump());
       models::Seq2Seq model(config, DType::f64);
       model.eval();
-      models::Vocab src = models::Vocab::from_json(j["src_vocab"].dump());
-      models::Vocab tgt = models::Vocab::from_json(j["tgt_vocab"].dump());
-      models::Batch batch;
-      batch.size = 1;
-      for (const auto& w : j["source"]) batch.src.push_back(src.id(w.get<std::string>()));
-      batch.src_len = static_cast<int64_t>(batch.src.size());
-      batch.src_lengths = {batch.src_len};
-      const auto sentence = j["target_sentence"].get<std::vector<std::string>>();
-      batch.tgt_len = static_cast<int64_t>(sentence.size()) + 1;
-      batch.tgt_in = {models::Vocab::kBos};
-      for (const auto& w : sentence) batch.tgt_in.push_back(tgt.id(w));
+      models::Batch batch = sentence_batch(j);  // every target but step t's masked: L_t
       batch.tgt_out.assign(static_cast<size_t>(batch.tgt_len), models::Vocab::kPad);
       batch.tgt_out[static_cast<size_t>(t)] = j["target_id"].get<int32_t>();
-      batch.tgt_lengths = {batch.tgt_len};
       {
         Tape tape;
         Var loss = model.loss(tape, batch);
@@ -220,22 +231,7 @@ TEST_CASE("explain --arch transformer: JSON gradients equal an ordinary backward
     models::Seq2SeqConfig config = models::Seq2SeqConfig::from_json(j["config"].dump());
     models::Seq2Seq model(config, DType::f64);
     model.eval();
-    models::Vocab src = models::Vocab::from_json(j["src_vocab"].dump());
-    models::Vocab tgt = models::Vocab::from_json(j["tgt_vocab"].dump());
-    models::Batch batch;
-    batch.size = 1;
-    for (const auto& w : j["source"]) batch.src.push_back(src.id(w.get<std::string>()));
-    batch.src_len = static_cast<int64_t>(batch.src.size());
-    batch.src_lengths = {batch.src_len};
-    const auto sentence = j["target_sentence"].get<std::vector<std::string>>();
-    batch.tgt_len = static_cast<int64_t>(sentence.size()) + 1;
-    batch.tgt_in = {models::Vocab::kBos};
-    for (const auto& w : sentence) {
-      batch.tgt_in.push_back(tgt.id(w));
-      batch.tgt_out.push_back(tgt.id(w));
-    }
-    batch.tgt_out.push_back(models::Vocab::kEos);
-    batch.tgt_lengths = {batch.tgt_len};
+    const models::Batch batch = sentence_batch(j);
     Tape tape;
     tape.set_keep_grads(true);
     Rng rng(0);
