@@ -270,7 +270,8 @@ void check_tensor(const Checked& t, const CheckOptions& o, std::vector<ExplainCh
   }
 }
 
-// The source as a batch of one sentence.
+}  // namespace
+
 models::Batch source_batch(const ExplainModel& m) {
   const auto s = static_cast<int64_t>(m.source.size());
   if (s == 0) throw ValueError("explain: the source sentence has no words");
@@ -281,8 +282,6 @@ models::Batch source_batch(const ExplainModel& m) {
   batch.src_lengths = {s};
   return batch;
 }
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 

@@ -165,6 +165,8 @@ struct AcrossSteps {
 };
 // dL/dh_j of the whole sentence's loss L = sum_t L_t, teacher-forced on `target`, from one
 // ordinary backward pass: (S,K) row-major.
+// The source sentence as a batch of one (no target yet). Throws ValueError when it has no words.
+models::Batch source_batch(const ExplainModel& m);
 std::vector<double> sentence_keys_gradient(ExplainModel& m, const std::vector<std::string>& target);
 AcrossSteps across_steps(const std::vector<Explanation>& steps,
                          const std::vector<double>& sentence_dh);

@@ -133,8 +133,7 @@ TransformerExplanation explain_transformer_step(ExplainModel& m,
   e.tolerance = opt.tolerance;
   e.check_max = opt.max_elements;
 
-  const auto s = static_cast<int64_t>(m.source.size());
-  if (s == 0) throw ValueError("explain: the source sentence has no words");
+  models::Batch batch = source_batch(m);  // refuses an empty source first
   for (const auto& w : target)
     if (!m.tgt.contains(w) || m.tgt.id(w) < Vocab::kEos)
       throw ValueError(
@@ -150,11 +149,6 @@ TransformerExplanation explain_transformer_step(ExplainModel& m,
   e.target_sentence = target;
   for (const auto& w : m.source) e.source.push_back(m.src.contains(w) ? w : "<unk>");
 
-  models::Batch batch;
-  batch.size = 1;
-  batch.src_len = s;
-  for (const auto& w : m.source) batch.src.push_back(m.src.id(w));
-  batch.src_lengths = {s};
   batch.tgt_len = step + 1;
   batch.tgt_lengths = {step + 1};
   e.inputs.push_back("<bos>");
@@ -285,13 +279,8 @@ std::vector<double> transformer_sentence_gradient(ExplainModel& m,
                                                   const std::vector<std::string>& target) {
   models::Seq2Seq& model = *m.model;
   TransformerModel& tf = model.transformer();
-  const auto s = static_cast<int64_t>(m.source.size());
   const auto steps = static_cast<int64_t>(target.size()) + 1;
-  models::Batch batch;
-  batch.size = 1;
-  batch.src_len = s;
-  for (const auto& w : m.source) batch.src.push_back(m.src.id(w));
-  batch.src_lengths = {s};
+  models::Batch batch = source_batch(m);
   batch.tgt_len = steps;
   batch.tgt_lengths = {steps};
   batch.tgt_in.push_back(Vocab::kBos);
