@@ -326,6 +326,7 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
     int64_t slot, token;
   };
   std::vector<Candidate> cands;
+  std::vector<double> finished_scores, alive_scores;  // a sentence's, for beam_settled
   LogProbs<T> lp;
   for (int64_t t = 0; t < longest && (open > 0 || !options.early_exit); ++t) {
     Var weights;
@@ -382,7 +383,8 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
       auto by_score = [](const Hypothesis& a, const Hypothesis& c) { return a.score > c.score; };
       std::stable_sort(st.finished.begin(), st.finished.end(), by_score);
       if (static_cast<int64_t>(st.finished.size()) > k) st.finished.resize(static_cast<size_t>(k));
-      std::vector<double> finished_scores, alive_scores;
+      finished_scores.clear();
+      alive_scores.clear();
       for (const auto& h : st.finished) finished_scores.push_back(h.score);
       for (const auto& h : next)
         alive_scores.push_back(normalised(h.log_prob, h.steps(), options.length_penalty));
