@@ -40,17 +40,12 @@ constexpr const char* kAbout =
 
 std::vector<int64_t> parse_buckets(const std::string& text) {
   std::vector<int64_t> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string item = text.substr(start, end - start);
+  for (const std::string& item : split_commas(text)) {
     const int64_t v =
         parse_int("--buckets", item, INT64_MIN, INT64_MAX, "a whole number (e.g. 10,20,30)");
     if (v < 1 || (!out.empty() && v <= out.back()))
       throw UsageError{"--buckets must be increasing positive lengths, e.g. 10,20,30"};
     out.push_back(v);
-    start = end + 1;
   }
   return out;
 }

@@ -55,13 +55,8 @@ constexpr const char* kAbout =
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    if (comma > start) out.push_back(s.substr(start, comma - start));
-    start = comma + 1;
-  }
+  for (std::string& item : split_commas(s))
+    if (!item.empty()) out.push_back(std::move(item));
   return out;
 }
 

@@ -47,18 +47,6 @@ Metric parse_metric(const std::string& name) {
   throw UsageError{fmt::format("--metric '{}' is not one of bleu, exact, token_acc", name)};
 }
 
-std::vector<std::string> split_names(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 // One line of the chart from one eval JSON file; every missing or mistyped key is named.
 html::Series read_series(const std::string& path, const Metric& metric) {
   json j;
@@ -107,7 +95,7 @@ int cmd_plot(const Args& args) {
   const Metric metric = parse_metric(metric_name);
   std::vector<std::string> names;
   if (!names_text.empty()) {
-    names = split_names(names_text);
+    names = split_commas(names_text);
     for (const auto& n : names)
       if (n.empty()) throw UsageError{"--names has an empty name (names are comma-separated)"};
     if (names.size() != files.size())
@@ -134,16 +122,15 @@ int cmd_plot(const Args& args) {
   o.legend_rows = true;
   o.legend_y = title.empty() ? 12 : 36;
   std::string svg = html::line_chart(series, o);
-  // A file of its own: the SVG namespace, a white background, and the title.
-  const size_t open_end = svg.find('>');
-  std::string head = svg.substr(0, open_end);
-  head.replace(0, 4, "<svg xmlns=\"http://www.w3.org/2000/svg\"");
+  // A file of its own: the SVG namespace (which the report's inline charts leave out: its pages
+  // hold no address), a white background under the chart, and the title.
   std::string extra = "\n<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
   if (!title.empty())
     extra += fmt::format(
         "<text x=\"{}\" y=\"16\" font-size=\"14\" font-weight=\"600\" fill=\"#222\">{}</text>\n",
         o.frame.left, html::escape(title));
-  svg = head + ">" + extra + svg.substr(open_end + 1);
+  svg.replace(0, 4, "<svg xmlns=\"http://www.w3.org/2000/svg\"");
+  svg.insert(svg.find('>') + 1, extra);
   write_file_atomic(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + svg);
   fmt::print("wrote {} ({} lines, {} by source length)\n", out, series.size(), metric.label);
   return 0;

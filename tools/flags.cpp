@@ -67,6 +67,18 @@ int64_t parse_int(const std::string& flag, const std::string& text, int64_t min,
   return x;
 }
 
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 double parse_number(const std::string& flag, const std::string& text, double min, double max) {
   double x = 0;
   const char* end = text.data() + text.size();

@@ -18,6 +18,9 @@ namespace tapestry::cli {
 // holds), or "0 is outside [1, 100]". Bounds at the type's limits are not shown.
 int64_t parse_int(const std::string& flag, const std::string& text, int64_t min, int64_t max,
                   const char* expected = "a whole number");
+// The comma-separated items of a flag's value, empty ones included ("a,,b" gives "a", "", "b";
+// "" gives one empty item), for the caller to check or drop.
+std::vector<std::string> split_commas(const std::string& text);
 // The same for a finite real number ("inf" and "nan" are refused; so is "1e999", as out of range;
 // an underflow such as "1e-400" reads as the nearest number, 0 or denormal).
 double parse_number(const std::string& flag, const std::string& text, double min, double max);
