@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include "explain_run.h"
 #include "page_check.h"
 #include "tapestry/models/saved_model.h"
 #include "tapestry/models/seq2seq.h"
@@ -27,58 +28,12 @@
 using namespace tapestry;
 using nlohmann::json;
 namespace fs = std::filesystem;
-using tapestry::testing::slurp;
+using namespace tapestry::testing;
 
 namespace {
 
-struct Run {
-  int status;
-  std::string output;  // stdout and stderr together
-};
-
-Run run_shell(const std::string& cmd) {
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t got;
-  while ((got = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), got);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-Run explain(const std::string& args) {
-  return run_shell(fmt::format("'{}/tapestry' explain {}", TAPESTRY_BINARY_DIR, args));
-}
-
-// A fresh directory for this process's files, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / fmt::format("tapestry_explain_{}", getpid());
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-json explain_json(const TempDir& dir, const std::string& args) {
-  const std::string out = dir.file("explain.json");
-  Run r = explain(fmt::format("{} --format json --out '{}'", args, out));
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  return json::parse(slurp(out));
-}
-
 const char* kVariants[] = {"none",       "bahdanau", "dot",     "general", "concat",
                            "scaled-dot", "cosine",   "local-m", "local-p"};
-
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
-}
 
 }  // namespace
 
@@ -131,7 +86,7 @@ void check_step(const json& j, const std::string& attention) {
 
 TEST_CASE("explain --step all: every step's check passes for every variant, decoder and cell",
           "[explain]") {
-  TempDir dir;
+  ExplainDir dir;
   for (const char* attention : kVariants)
     for (const char* decoder : {"bahdanau", "luong"})
       for (const char* cell : {"gru", "lstm"}) {
@@ -158,7 +113,7 @@ TEST_CASE("explain: JSON gradients at every step equal an ordinary training back
   // step t's masked (<pad>), so the loss is L_t: the training path (the step's features stacked
   // and the output layer run on (B,T,F)), with none of explain's machinery (kept gradients,
   // labels, the re-run of each backward to measure what it passes on).
-  TempDir dir;
+  ExplainDir dir;
   for (const char* attention : kVariants)
     for (const char* decoder : {"bahdanau", "luong"}) {
       const std::string args =
@@ -171,20 +126,7 @@ TEST_CASE("explain: JSON gradients at every step equal an ordinary training back
         INFO("step " << t);
         models::Seq2SeqConfig config = models::Seq2SeqConfig::from_json(j["config"].dump());
         models::Seq2Seq model(config, DType::f64);
-        models::Vocab src = models::Vocab::from_json(j["src_vocab"].dump());
-        models::Vocab tgt = models::Vocab::from_json(j["tgt_vocab"].dump());
-        models::Batch batch;
-        batch.size = 1;
-        for (const auto& w : j["source"]) batch.src.push_back(src.id(w.get<std::string>()));
-        batch.src_len = static_cast<int64_t>(batch.src.size());
-        batch.src_lengths = {batch.src_len};
-        const auto sentence = j["target_sentence"].get<std::vector<std::string>>();
-        batch.tgt_len = static_cast<int64_t>(sentence.size()) + 1;
-        batch.tgt_in = {models::Vocab::kBos};
-        for (const auto& w : sentence) batch.tgt_in.push_back(tgt.id(w));
-        batch.tgt_out.assign(static_cast<size_t>(batch.tgt_len), models::Vocab::kPad);
-        batch.tgt_out[static_cast<size_t>(t)] = j["target_id"].get<int32_t>();
-        batch.tgt_lengths = {batch.tgt_len};
+        const models::Batch batch = step_batch(j);
         Tape tape;
         Var loss = model.loss(tape, batch);
         tape.backward(loss);
@@ -209,7 +151,7 @@ TEST_CASE("explain: each node passes on exactly the gradient its inputs receive"
   // For an input read by one node only, the share that node passes must be the input's whole
   // gradient; for an input read by several, the shares' norms bound its gradient's norm (the
   // triangle inequality).
-  TempDir dir;
+  ExplainDir dir;
   for (const char* args : {"", "--attention cosine --decoder luong --cell lstm",
                            "--attention local-p --bidirectional"}) {
     INFO(args);
@@ -248,7 +190,7 @@ TEST_CASE("explain: each node passes on exactly the gradient its inputs receive"
 
 TEST_CASE("explain: DOT output folds what --groups leaves out, and renders with Graphviz",
           "[explain]") {
-  TempDir dir;
+  ExplainDir dir;
   const std::string dot = dir.file("tape.dot"), svg = dir.file("tape.svg");
   json j = explain_json(dir, "--attention concat --decoder luong");
   // Node statements ("n12 [label=...") and folded regions ("\"r:encoder\" [shape=box3d ...").
@@ -394,7 +336,7 @@ std::string attribute(const std::string& dom, const std::string& name) {
 }
 
 // The page at `path` explains `steps` steps, numbered from `first`.
-void check_walkthrough(const TempDir& dir, const std::string& path, size_t steps,
+void check_walkthrough(const ExplainDir& dir, const std::string& path, size_t steps,
                        size_t first = 0) {
   const std::string html = slurp(path);
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
@@ -436,7 +378,7 @@ void check_walkthrough(const TempDir& dir, const std::string& path, size_t steps
 }  // namespace
 
 TEST_CASE("explain: the HTML walkthrough steps through every step in Chromium", "[explain]") {
-  TempDir dir;
+  ExplainDir dir;
   const std::string path = dir.file("explain.html");
   Run r = explain(fmt::format("--step all --format html --out '{}'", path));
   INFO(r.output);
@@ -469,7 +411,7 @@ TEST_CASE("explain: the walkthrough of a confident model keeps its tiny numbers 
           "[explain]") {
   // A model made sure of one word by its output bias, as training makes a model sure of the
   // reference: losses and gradients near 1e-12 beside a loss near 40 where it must write <eos>.
-  TempDir dir;
+  ExplainDir dir;
   models::Seq2SeqConfig c;
   models::Vocab src, tgt;
   for (const char* w : {"the", "black", "cat"}) src.add(w);
@@ -502,7 +444,7 @@ TEST_CASE("explain: the walkthrough of a confident model keeps its tiny numbers 
 }
 
 TEST_CASE("explain: a saved float32 model is explained in float64", "[explain]") {
-  TempDir dir;
+  ExplainDir dir;
   models::Seq2SeqConfig c;
   models::Vocab src, tgt;
   for (const char* w : {"the", "black", "cat", "dog"}) src.add(w);
@@ -585,7 +527,7 @@ TEST_CASE("explain: bad flags say what is valid", "[explain]") {
 }
 
 TEST_CASE("explain: a sentence outside the grammar works with its reference", "[explain]") {
-  TempDir dir;
+  ExplainDir dir;
   json j = explain_json(dir,
                         "--source 'hello big world' --reference 'bonjour grand monde' "
                         "--target monde");

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "explain_run.h"
 #include "page_check.h"
 #include "tapestry/models/saved_model.h"
 #include "tapestry/models/seq2seq.h"
@@ -22,72 +23,7 @@
 using namespace tapestry;
 using nlohmann::json;
 namespace fs = std::filesystem;
-using tapestry::testing::slurp;
-
-namespace {
-
-struct Run {
-  int status;
-  std::string output;  // stdout and stderr together
-};
-
-Run explain(const std::string& args) {
-  const std::string cmd = fmt::format("'{}/tapestry' explain {} 2>&1", TAPESTRY_BINARY_DIR, args);
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t got;
-  while ((got = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), got);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / fmt::format("tapestry_explain_tf_{}", getpid());
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
-json explain_json(const TempDir& dir, const std::string& args) {
-  const std::string out = dir.file("explain.json");
-  Run r = explain(fmt::format("{} --format json --out '{}'", args, out));
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  return json::parse(slurp(out));
-}
-
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
-}
-
-// The whole teacher-forced sentence of one step's JSON as a batch of one: <bos> y*_0 .. y*_(T-2)
-// in, y*_0 .. <eos> out.
-models::Batch sentence_batch(const json& j) {
-  models::Vocab src = models::Vocab::from_json(j["src_vocab"].dump());
-  models::Vocab tgt = models::Vocab::from_json(j["tgt_vocab"].dump());
-  models::Batch batch;
-  batch.size = 1;
-  for (const auto& w : j["source"]) batch.src.push_back(src.id(w.get<std::string>()));
-  batch.src_len = static_cast<int64_t>(batch.src.size());
-  batch.src_lengths = {batch.src_len};
-  const auto sentence = j["target_sentence"].get<std::vector<std::string>>();
-  batch.tgt_len = static_cast<int64_t>(sentence.size()) + 1;
-  batch.tgt_in = {models::Vocab::kBos};
-  for (const auto& w : sentence) {
-    batch.tgt_in.push_back(tgt.id(w));
-    batch.tgt_out.push_back(tgt.id(w));
-  }
-  batch.tgt_out.push_back(models::Vocab::kEos);
-  batch.tgt_lengths = {batch.tgt_len};
-  return batch;
-}
-
-}  // namespace
+using namespace tapestry::testing;
 
 TEST_CASE("explain --arch transformer: per-head tables, and every head's check passes",
           "[explain][explain_transformer]") {
@@ -112,7 +48,7 @@ TEST_CASE("explain --arch transformer: per-head tables, and every head's check p
     }
   }
   // The check's numbers, from the JSON: every element of every head tensor, all below 1e-6.
-  TempDir dir;
+  ExplainDir dir("explain_tf");
   json j = explain_json(dir, "--arch transformer --step 2");
   // 2 layers x 2 attentions x 2 heads x 6 tensors, every element: q (3,4), k and v (3,4 self;
   // 3,4 cross), scores and weights (3,3), context (3,4).
@@ -137,7 +73,7 @@ TEST_CASE("explain --arch transformer: JSON gradients equal an ordinary backward
           "[explain][explain_transformer]") {
   // The reference is the training path over the whole teacher-forced sentence with every target
   // but step t's masked (<pad>), so the loss is L_t; explain stops the decoder's input at t.
-  TempDir dir;
+  ExplainDir dir("explain_tf");
   for (const char* norm : {"", " --dec-layers 3 --heads 4"}) {
     json all = explain_json(dir, fmt::format("--arch transformer --step all{}", norm));
     REQUIRE(all["steps"].size() == 4);  // le chat noir <eos>
@@ -147,9 +83,7 @@ TEST_CASE("explain --arch transformer: JSON gradients equal an ordinary backward
       models::Seq2SeqConfig config = models::Seq2SeqConfig::from_json(j["config"].dump());
       models::Seq2Seq model(config, DType::f64);
       model.eval();
-      models::Batch batch = sentence_batch(j);  // every target but step t's masked: L_t
-      batch.tgt_out.assign(static_cast<size_t>(batch.tgt_len), models::Vocab::kPad);
-      batch.tgt_out[static_cast<size_t>(t)] = j["target_id"].get<int32_t>();
+      const models::Batch batch = step_batch(j);  // every target but step t's masked: L_t
       {
         Tape tape;
         Var loss = model.loss(tape, batch);
@@ -256,7 +190,7 @@ TEST_CASE("explain --arch transformer: JSON gradients equal an ordinary backward
 
 TEST_CASE("explain: a saved float32 transformer is explained in float64, and --arch is checked",
           "[explain][explain_transformer]") {
-  TempDir dir;
+  ExplainDir dir("explain_tf");
   models::Seq2SeqConfig c;
   c.arch = models::Arch::transformer;
   models::Vocab src, tgt;
@@ -303,7 +237,7 @@ TEST_CASE("explain: a saved float32 transformer is explained in float64, and --a
 
 TEST_CASE("explain --arch transformer --format html: a page that loads without console errors",
           "[explain][explain_transformer]") {
-  TempDir dir;
+  ExplainDir dir("explain_tf");
   const std::string out = dir.file("explain.html");
   Run r = explain(fmt::format("--arch transformer --step all --format html --out '{}'", out));
   INFO(r.output);
