@@ -23,6 +23,10 @@ bool make_example(const std::string& src, const std::string& tgt, const CorpusOp
     if (!tutorial_keep(s, t)) return false;
     e.src = tokenize(s, {});
     e.tgt = tokenize(t, {});
+  } else if (o.raw) {
+    e.src = {src};
+    e.tgt = {tgt};
+    return true;
   } else {
     e.src = tokenize(src, o.text);
     e.tgt = tokenize(tgt, o.text);

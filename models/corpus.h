@@ -22,6 +22,9 @@ struct CorpusOptions {
   bool tutorial = false;
   // TSV: translate column 2 into column 1 (the tutorial's French -> English) instead of 1 -> 2.
   bool reverse = false;
+  // Keep each side untokenised, as one token holding the line (for a segmentation trained
+  // afterwards on the text); `text` and `max_len` do not apply.
+  bool raw = false;
 };
 
 struct Corpus {

@@ -35,6 +35,7 @@
 #include "tapestry/nn/transformer.h"
 
 // models: the attention seq2seq model, decoding, training, data, BLEU and the other metrics.
+#include "tapestry/models/average.h"
 #include "tapestry/models/batch.h"
 #include "tapestry/models/bleu.h"
 #include "tapestry/models/config.h"
@@ -45,6 +46,7 @@
 #include "tapestry/models/preprocess.h"
 #include "tapestry/models/saved_model.h"
 #include "tapestry/models/seq2seq.h"
+#include "tapestry/models/subword.h"
 #include "tapestry/models/tasks.h"
 #include "tapestry/models/train.h"
 #include "tapestry/models/transformer.h"

@@ -182,7 +182,7 @@ void cpp_losses(const std::string& run, CppResult& r) {
   std::vector<models::EncodedPair> pairs;
   for (size_t i = 0; i < src.size(); ++i)
     pairs.push_back(
-        {m.src.encode(m.preprocess.tokenize(src[i])), m.tgt.encode(m.preprocess.tokenize(ref[i]))});
+        {m.src.encode(m.preprocess.tokenize_source(src[i])), m.tgt.encode(m.preprocess.tokenize_target(ref[i]))});
   for (size_t i = 0; i < pairs.size(); ++i) {
     const int64_t row[] = {static_cast<int64_t>(i)};
     models::Batch b = models::make_batch(pairs, row);
@@ -467,9 +467,9 @@ TEST_CASE("the exported preprocess.py tokenises and joins text as Tapestry does"
   nlohmann::json cases = nlohmann::json::array(), expected = nlohmann::json::array();
   for (const auto& p : modes)
     for (const auto& line : lines) {
-      const auto tokens = p.tokenize(line);
+      const auto tokens = p.tokenize_source(line);
       cases.push_back({{"preprocess", nlohmann::json::parse(p.to_json())}, {"line", line}});
-      expected.push_back({{"tokens", tokens}, {"text", p.detokenize(tokens)}});
+      expected.push_back({{"tokens", tokens}, {"text", p.detokenize_target(tokens)}});
     }
   write(dir / "cases.json", cases.dump());
   write(dir / "check.py", R"PY(
@@ -683,7 +683,7 @@ TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export
     // translation (its first 3 tokens) depends on where: the tail differs from the head.
     const models::Preprocess prep = models::load_model(run + "/model.safetensors").preprocess;
     std::string line = test[4];
-    while (prep.tokenize(line).size() < 1024) line += " " + test[4];
+    while (prep.tokenize_source(line).size() < 1024) line += " " + test[4];
     for (int i = 0; i < 20; ++i) line += " " + test[5];
     write(dir / "long.txt", test[0] + "\n" + line + "\n");
     const char* flags = "--max-len-ratio 0 --max-len-extra 3";
@@ -699,7 +699,7 @@ TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export
     CHECK(theirs.out == ours.out);
     CHECK_THAT(read(dir / "ours.err"), Contains("more than the 1024 a sentence may have"));
     CHECK_THAT(read(dir / "theirs.err"),
-               Contains("translate.py: line 2: " + std::to_string(prep.tokenize(line).size()) +
+               Contains("translate.py: line 2: " + std::to_string(prep.tokenize_source(line).size()) +
                         " tokens, more than the 1024 a sentence may have; translating its first "
                         "1024"));
   }

@@ -24,5 +24,6 @@ int cmd_explain(const Args& args);
 int cmd_bench(const Args& args);
 int cmd_export(const Args& args);
 int cmd_plot(const Args& args);
+int cmd_average(const Args& args);
 
 }  // namespace tapestry::cli

@@ -96,9 +96,9 @@ int cmd_eval(const Args& args) {
   std::vector<EncodedPair> pairs;
   std::vector<Example> tokens;  // as training tokenised its pairs
   for (size_t i = 0; i < src.size(); ++i) {
-    auto s = m.preprocess.tokenize(src[i]);
+    auto s = m.preprocess.tokenize_source(src[i]);
     if (s.empty()) throw Error(fmt::format("{}:{}: empty source sentence", src_path, i + 1));
-    tokens.push_back({s, m.preprocess.tokenize(ref[i]), {}});
+    tokens.push_back({s, m.preprocess.tokenize_target(ref[i]), {}});
     pairs.push_back({m.src.encode(s), m.tgt.encode(tokens.back().tgt)});
   }
   // Test sentences that training saw flatter the scores: count them, where the run is known.
@@ -143,7 +143,7 @@ int cmd_eval(const Args& args) {
   std::vector<BucketScore> per(buckets.size());
   for (size_t i = 0; i < pairs.size(); ++i) {
     const auto& best = hyps[i][0].tokens;
-    out.push_back(m.preprocess.detokenize(m.tgt.decode(best)));
+    out.push_back(m.preprocess.detokenize_target(m.tgt.decode(best)));
     all.add(best, pairs[i].tgt);
     BucketScore& b = per[buckets.bucket(static_cast<int64_t>(pairs[i].src.size()))];
     b.match.add(best, pairs[i].tgt);

@@ -87,7 +87,7 @@ int explain_transformer(ExplainModel& m, const std::string& target, bool all_ste
   std::vector<TransformerExplanation> steps;
   try {
     const std::vector<std::string> sentence =
-        target.empty() ? explain_target(m) : m.preprocess.tokenize(target);
+        target.empty() ? explain_target(m) : m.preprocess.tokenize_target(target);
     if (!target.empty() && sentence.empty())
       throw ValueError(fmt::format("explain: the target '{}' has no words", target));
     const int64_t last = all_steps ? static_cast<int64_t>(sentence.size()) : step;
@@ -310,7 +310,7 @@ int cmd_explain(const Args& args) {
   std::vector<Explanation> steps;
   try {
     const std::vector<std::string> sentence =
-        target.empty() ? explain_target(m) : m.preprocess.tokenize(target);
+        target.empty() ? explain_target(m) : m.preprocess.tokenize_target(target);
     if (!target.empty() && sentence.empty())
       throw ValueError(fmt::format("explain: the target '{}' has no words", target));
     const int64_t last = all_steps ? static_cast<int64_t>(sentence.size()) : step;

@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "tapestry/core/parallel.h"
+#include "tapestry/models/average.h"
 #include "tapestry/models/bleu.h"
 #include "tapestry/models/evaluate.h"
 #include "tapestry/models/metrics.h"
@@ -56,8 +58,8 @@ DecodeScores score(const std::vector<std::vector<Hypothesis>>& hyps,
   for (size_t i = 0; i < hyps.size(); ++i) {
     const auto& best = hyps[i][0].tokens;
     s.match.add(best, pairs[i].tgt);
-    out.push_back(prep.detokenize(tgt.decode(best)));
-    refs.push_back(prep.detokenize(examples[i].tgt));
+    out.push_back(prep.detokenize_target(tgt.decode(best)));
+    refs.push_back(prep.detokenize_target(examples[i].tgt));
   }
   s.bleu = corpus_bleu(out, {refs});
   return s;
@@ -95,14 +97,24 @@ int cmd_train(const Args& args) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
 
-  TrainData data = load_train_data(s);
-  VocabBuilder src_counts, tgt_counts;
-  for (const auto& e : data.splits.train) {
-    src_counts.count(e.src);
-    tgt_counts.count(e.tgt);
+  // A resumed subword run keeps the segmentation its saved model was trained with.
+  std::optional<Preprocess> segmentation;
+  if (!s.resume.empty() && !s.subword.empty() && fs::exists(run.model_path()))
+    segmentation = load_model(run.model_path()).preprocess;
+  TrainData data = load_train_data(s, segmentation ? &*segmentation : nullptr);
+  Vocab src_vocab, tgt_vocab;
+  if (data.preprocess.mode == Preprocess::Mode::subword) {
+    src_vocab = data.preprocess.source_vocab();
+    tgt_vocab = data.preprocess.target_vocab();
+  } else {
+    VocabBuilder src_counts, tgt_counts;
+    for (const auto& e : data.splits.train) {
+      src_counts.count(e.src);
+      tgt_counts.count(e.tgt);
+    }
+    src_vocab = src_counts.build(s.min_freq, s.max_vocab);
+    tgt_vocab = tgt_counts.build(s.min_freq, s.max_vocab);
   }
-  Vocab src_vocab = src_counts.build(s.min_freq, s.max_vocab);
-  Vocab tgt_vocab = tgt_counts.build(s.min_freq, s.max_vocab);
   if (data.splits.train.empty() || data.splits.valid.empty() || data.splits.test.empty())
     throw Error(fmt::format(
         "{}: train, valid and test need at least one pair each (have {}, {}, {})", data.description,
@@ -157,8 +169,13 @@ int cmd_train(const Args& args) {
   // The probe: one fixed validation sentence whose attention (reading its reference) is kept at
   // the end of every epoch, so the report shows how it sharpens.
   const bool probe = !valid.empty() && model.config().attention != nn::AttentionKind::none;
+  std::vector<EncodedPair> sampled;      // --subword-sample: this epoch's segmentation
+  int64_t trained_epochs = state.epoch;  // the last committed epoch
   for (int64_t epoch = first_epoch; epoch <= s.epochs; ++epoch) {
-    EpochResult r = trainer.epoch(train, epoch, [&](const StepProgress& p) {
+    if (s.subword_sample > 0)
+      sampled = encode_pairs(sampled_training_pairs(s, data, epoch), src_vocab, tgt_vocab);
+    std::span<const EncodedPair> epoch_pairs = s.subword_sample > 0 ? sampled : train;
+    EpochResult r = trainer.epoch(epoch_pairs, epoch, [&](const StepProgress& p) {
       if (verbose) progress.step(epoch, s.epochs, p);
       if (s.log_every > 0 && p.step % s.log_every == 0)
         run.append_metrics(nlohmann::json{
@@ -221,10 +238,19 @@ int cmd_train(const Args& args) {
       if (!ex.align.empty()) m["probe"]["align"] = ex.align;
     }
     run.append_metrics(m.dump());
+    if (s.average_last > 0) {
+      fs::create_directories(fs::path(run.epoch_model_path(epoch)).parent_path());
+      save_model(run.epoch_model_path(epoch), model, src_vocab, tgt_vocab, data.preprocess,
+                 {{"epoch", std::to_string(epoch)}, {"valid_loss", fmt::format("{}", vl.loss)}});
+    }
     run.save_state(
         model, trainer.optimizer(),
         {.epoch = epoch, .best_valid_loss = best, .seconds = elapsed(), .best_epoch = best_epoch});
     if (improved) run.promote_next_model();
+    trained_epochs = epoch;
+    if (s.average_last > 0)  // after the commit: the kept epochs never fall below N
+      for (const auto& [e, path] : run.epoch_models())
+        if (e <= epoch - s.average_last) fs::remove(path);
     trainer.end_epoch(vl.loss);
     if (verbose)
       fmt::print(
@@ -284,15 +310,46 @@ int cmd_train(const Args& args) {
         100 * ac.rate(), ac.positions);
     result["alignment_agreement"] = ac.rate();
   }
+  if (s.average_last > 0) {
+    auto kept = run.epoch_models();
+    std::erase_if(kept, [&](const auto& e) { return e.first > trained_epochs; });
+    if (static_cast<int64_t>(kept.size()) > s.average_last)
+      kept.erase(kept.begin(), kept.end() - s.average_last);
+    std::vector<std::string> paths;
+    std::string epochs;
+    for (const auto& [e, path] : kept) {
+      paths.push_back(path);
+      epochs += (epochs.empty() ? "" : ",") + std::to_string(e);
+    }
+    SavedModel avg = average_models(paths);
+    save_model(run.file("averaged.safetensors"), *avg.model, avg.src, avg.tgt, avg.preprocess,
+               {{"averaged_epochs", epochs}});
+    Seq2Seq& am = *avg.model;
+    DecodeScores ag = score(translate(am, test, s.batch_size, greedy), test, data.splits.test,
+                            tgt_vocab, data.preprocess);
+    fmt::print("averaged (last {} epochs: {}): greedy BLEU {:.2f}", paths.size(), epochs,
+               ag.bleu.score);
+    result["averaged_epochs"] = epochs;
+    result["averaged_greedy_bleu"] = ag.bleu.score;
+    if (s.test_beam > 1) {
+      DecodeOptions beam;
+      beam.beam = s.test_beam;
+      DecodeScores ab = score(translate(am, test, s.batch_size, beam), test, data.splits.test,
+                              tgt_vocab, data.preprocess);
+      fmt::print("  beam {} BLEU {:.2f}", s.test_beam, ab.bleu.score);
+      result["averaged_beam_bleu"] = ab.bleu.score;
+    }
+    fmt::print("\n");
+  }
   run.write_result(result.dump(2));
   auto samples =
       translate(bm, std::span<const EncodedPair>(test.data(), std::min<size_t>(test.size(), 4)),
                 s.batch_size, greedy);
   for (size_t i = 0; i < samples.size(); ++i) {
-    fmt::print("\n  source:    {}\n", data.preprocess.detokenize(data.splits.test[i].src));
-    fmt::print("  reference: {}\n", data.preprocess.detokenize(data.splits.test[i].tgt));
+    fmt::print("\n  source:    {}\n", data.preprocess.detokenize_source(data.splits.test[i].src));
+    fmt::print("  reference: {}\n", data.preprocess.detokenize_target(data.splits.test[i].tgt));
     fmt::print("  output:    {}\n",
-               data.preprocess.detokenize(tgt_vocab.decode(samples[i][0].tokens)));
+               data.preprocess.detokenize_target(tgt_vocab.decode(samples[i][0].tokens)));
   }
   fmt::print("\nmodel: {}\n", run.model_path());
   return 0;

@@ -45,11 +45,11 @@ std::string heatmap_section(const SavedModel& m, const std::vector<std::string>&
   for (size_t j = 0; j < source.size(); ++j)
     cols.push_back(pair.src[j] == Vocab::kUnk && source[j] != "<unk>" ? source[j] + "*"
                                                                       : source[j]);
-  const std::string output = m.preprocess.detokenize(rows);
+  const std::string output = m.preprocess.detokenize_target(rows);
   if (h.finished) rows.push_back("<eos>");
   std::string s = fmt::format(
       "<section><h2>Line {}</h2><dl><dt>source</dt><dd>{}</dd><dt>output</dt><dd>{}</dd></dl>\n",
-      line, html::escape(m.preprocess.detokenize(source)), html::escape(output));
+      line, html::escape(m.preprocess.detokenize_source(source)), html::escape(output));
   if (!has_attention)
     return s +
            "<p class=\"note\">No attention: this model's decoder reads only the encoder's "
@@ -102,7 +102,7 @@ int cmd_translate(const Args& args) {
   // full, then a count), never in the translations themselves.
   size_t unknown = 0, unknown_lines = 0, words = 0, cut_lines = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
-    auto tokens = m.preprocess.tokenize(lines[i]);
+    auto tokens = m.preprocess.tokenize_source(lines[i]);
     if (tokens.empty()) continue;
     // Decoding's memory grows with the source's length: longer lines are cut, and said so.
     if (tokens.size() > static_cast<size_t>(kMaxSourceTokens)) {
@@ -156,7 +156,7 @@ int cmd_translate(const Args& args) {
       page += heatmap_section(m, sources[k], pairs[k], hyps[k][0], where[k] + 1, has_attention);
     for (const Hypothesis& h : hyps[k]) {
       std::vector<std::string> tokens = m.tgt.decode(h.tokens);
-      const std::string text = m.preprocess.detokenize(tokens);
+      const std::string text = m.preprocess.detokenize_target(tokens);
       out[where[k]].push_back(
           nbest > 1 ? fmt::format("{} ||| {} ||| {:.4f}", where[k], text, h.score) : text);
       if (attention_out.empty()) continue;

@@ -322,7 +322,7 @@ ExplainModel trained_model(const std::string& path, const std::string& source) {
   m.src = std::move(saved.src);
   m.tgt = std::move(saved.tgt);
   m.preprocess = saved.preprocess;
-  m.source = saved.preprocess.tokenize(source);
+  m.source = saved.preprocess.tokenize_source(source);
   if (m.source.empty())
     throw ValueError(fmt::format("explain: the source '{}' has no tokens after preprocessing ({})",
                                  source, saved.preprocess.describe()));

@@ -81,7 +81,7 @@ std::string samples_section(const ReportSettings& rs, models::SavedModel& m,
     const TestSentence& t = test[picked[k]];
     const models::Hypothesis& h = hyps[k][0];
     const bool match = h.tokens == t.ids.tgt;
-    const std::string output = m.preprocess.detokenize(m.tgt.decode(h.tokens));
+    const std::string output = m.preprocess.detokenize_target(m.tgt.decode(h.tokens));
     s += fmt::format(
         "<div class=\"sample{}\">\n<h3>Test sentence {} <span class=\"meta\">"
         "({} source tokens, {} output tokens, log p {:.2f})</span></h3>\n",
@@ -184,7 +184,7 @@ std::string buckets_section(const ReportSettings& rs, models::SavedModel& m,
   models::MatchCounts all_match;
   for (size_t i = 0; i < n; ++i) {
     const size_t b = buckets.bucket(static_cast<int64_t>(test[i].src.size()));
-    const std::string out = m.preprocess.detokenize(m.tgt.decode(hyps[i][0].tokens));
+    const std::string out = m.preprocess.detokenize_target(m.tgt.decode(hyps[i][0].tokens));
     const models::BleuStats st = models::segment_bleu_stats(out, {test[i].ref_text});
     stats[b] += st;
     all_stats += st;

@@ -194,16 +194,16 @@ std::vector<TestSentence> read_test_split(const RunFiles& run, const models::Sav
   std::vector<TestSentence> out(src.size());
   for (size_t i = 0; i < src.size(); ++i) {
     TestSentence& t = out[i];
-    t.src = m.preprocess.tokenize(src[i]);
-    t.ref = m.preprocess.tokenize(ref[i]);
+    t.src = m.preprocess.tokenize_source(src[i]);
+    t.ref = m.preprocess.tokenize_target(ref[i]);
     if (t.src.empty())
       throw Error(
           fmt::format("{}:{}: empty source sentence (nothing to translate)", src_path, i + 1));
     if (t.ref.empty())
       throw Error(fmt::format("{}:{}: empty reference (BLEU needs one)", ref_path, i + 1));
     // The text as training scored it: detokenised tokens.
-    t.src_text = m.preprocess.detokenize(t.src);
-    t.ref_text = m.preprocess.detokenize(t.ref);
+    t.src_text = m.preprocess.detokenize_source(t.src);
+    t.ref_text = m.preprocess.detokenize_target(t.ref);
     t.ids.src = m.src.encode(t.src);
     t.ids.tgt = m.tgt.encode(t.ref);
   }

@@ -99,8 +99,8 @@ void RunDir::write_test_split(const std::vector<models::Example>& test,
                               const models::Preprocess& prep) const {
   std::string src, ref;
   for (const auto& e : test) {
-    src += prep.detokenize(e.src) + "\n";
-    ref += prep.detokenize(e.tgt) + "\n";
+    src += prep.detokenize_source(e.src) + "\n";
+    ref += prep.detokenize_target(e.tgt) + "\n";
   }
   write_file_atomic(file("test.src"), src);
   write_file_atomic(file("test.ref"), ref);
@@ -272,6 +272,30 @@ RunState RunDir::load_state(nn::Module& model, nn::Optimizer& opt) const {
     st.metrics_bytes = integer("metrics_bytes", 0, int64_t{1} << 50);
   }
   return st;
+}
+
+std::string RunDir::epoch_model_path(int64_t epoch) const {
+  return fmt::format("{}/epochs/epoch-{}.safetensors", dir_, epoch);
+}
+
+std::vector<std::pair<int64_t, std::string>> RunDir::epoch_models() const {
+  std::vector<std::pair<int64_t, std::string>> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_ + "/epochs", ec)) {
+    const std::string name = entry.path().filename().string();
+    constexpr std::string_view prefix = "epoch-", suffix = ".safetensors";
+    if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) ||
+        !name.ends_with(suffix))
+      continue;
+    const std::string digits =
+        name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    out.emplace_back(std::stoll(digits), entry.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace tapestry::cli

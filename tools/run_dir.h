@@ -29,6 +29,9 @@ struct RunState {
 // DIR/command.json        the flags the run was started with
 // DIR/test.src, test.ref  the test split as text, one sentence per line
 // DIR/result.json         the best model's test scores
+// DIR/epochs/             with --average-last N: the last N epochs' models (written before the
+//                         epoch commits, the oldest removed after), and DIR/averaged.safetensors
+//                         their average, written at the end
 //
 // An epoch's end is a transaction whose commit is writing last.safetensors: a better model goes
 // first to DIR/model.next.safetensors, the epoch's line is appended to metrics.jsonl, then
@@ -51,6 +54,10 @@ class RunDir {
   // Where an epoch's better model waits until the epoch is committed.
   std::string next_model_path() const { return dir_ + "/model.next.safetensors"; }
   std::string file(const char* name) const { return dir_ + "/" + name; }
+  // train --average-last N: the last N epochs' models, DIR/epochs/epoch-E.safetensors.
+  std::string epoch_model_path(int64_t epoch) const;
+  // Those files in epoch order (epoch, path); only names of that form count.
+  std::vector<std::pair<int64_t, std::string>> epoch_models() const;
   bool has_state() const;  // whether an epoch was committed (last.safetensors exists)
 
   void write_command(const Args& args) const;

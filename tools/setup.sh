@@ -10,7 +10,8 @@
 #                                (both options may be given)
 set -euo pipefail
 
-packages=(cmake make g++ pkg-config libopenblas-dev libfmt-dev catch2 nlohmann-json3-dev)
+packages=(cmake make g++ pkg-config libopenblas-dev libfmt-dev catch2 nlohmann-json3-dev
+  libsentencepiece-dev)
 test_tools=(graphviz chromium python3-torch)
 fuzz_tools=(clang libclang-rt-dev)
 

@@ -40,6 +40,8 @@ constexpr Command kCommands[] = {
     {"bleu", tapestry::cli::cmd_bleu, "corpus BLEU of a hypothesis file, as sacreBLEU computes it"},
     {"bench", tapestry::cli::cmd_bench, "time training and decoding against the PyTorch reference"},
     {"export", tapestry::cli::cmd_export, "write a trained model as a PyTorch package"},
+    {"average", tapestry::cli::cmd_average,
+     "average the parameters of a run's checkpoints into one model"},
     {"plot", tapestry::cli::cmd_plot,
      "draw BLEU by source length of several models (eval --json files) as SVG"},
 };

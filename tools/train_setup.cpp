@@ -11,6 +11,8 @@
 #include "tapestry/models/corpus.h"
 #include "tapestry/models/decode.h"
 #include "tapestry/models/limits.h"
+#include "tapestry/models/subword.h"
+#include "tapestry/nn/checkpoint.h"
 #include "tools/progress.h"
 #include "tools/run_dir.h"
 
@@ -168,6 +170,18 @@ void TrainSettings::declare(Flags& f) {
         0, kBig);
   f.add("min-freq", &min_freq, "vocabulary: tokens seen fewer times become <unk>", 1, kBig);
   f.add("max-vocab", &max_vocab, "vocabulary: most frequent tokens kept (0: all)", 0, kBig);
+  f.add("subword", &subword,
+        "subword units by SentencePiece, trained on the training text (cased unless "
+        "--lowercase; the model file keeps the segmentation)",
+        {"bpe", "unigram"});
+  f.add("vocab-size", &vocab_size, "--subword: pieces per vocabulary, with specials and bytes", 300,
+        1000000);
+  f.add_switch("joint-vocab", &joint_vocab,
+               "--subword: one segmentation and vocabulary for both languages");
+  f.add("subword-sample", &subword_sample,
+        "--subword: resegment the training text every epoch by sampling (BPE-dropout "
+        "probability, or unigram smoothing alpha; 0: off)",
+        0, 1);
 
   f.section("model");
   f.add("arch", &arch, "architecture: RNN with attention, or the Transformer",
@@ -223,6 +237,10 @@ void TrainSettings::declare(Flags& f) {
   f.add("seed", &seed, "seed for data, initialisation, dropout and batch order", 0, kBig);
   f.add("threads", &threads, "cores to use (0: all)", 0, 256);
   f.add("time-limit", &time_limit, "stop training after this many minutes (0: none)", 0, 1e6);
+  f.add("average-last", &average_last,
+        "keep the last N epochs' models (DIR/epochs/) and score their average "
+        "(DIR/averaged.safetensors) at the end (0: off)",
+        0, 1000);
   f.add("log-every", &log_every,
         "write the training loss to metrics.jsonl every this many steps (0: only per epoch)", 0,
         kBig);
@@ -266,6 +284,16 @@ void TrainSettings::check(const Flags& f) const {
   if (!task.empty() && min_len > max_len)
     throw UsageError{fmt::format("--min-len {} is above --max-len {}", min_len, max_len)};
   if (tutorial && data.empty()) throw UsageError{"--tutorial-filter applies to --data files"};
+  if (subword.empty()) {
+    for (const char* flag : {"vocab-size", "joint-vocab", "subword-sample"})
+      if (f.given(flag)) throw UsageError{fmt::format("--{} applies to --subword models", flag)};
+  } else {
+    if (!task.empty()) throw UsageError{"--subword applies to --data and --train-prefix corpora"};
+    for (const char* flag : {"split-punct", "tutorial-filter", "min-freq", "max-vocab"})
+      if (f.given(flag))
+        throw UsageError{fmt::format(
+            "--{} applies to word-level models; --subword segments the text itself", flag)};
+  }
   if (data.empty() && (f.given("valid-fraction") || f.given("test-fraction")))
     throw UsageError{"--valid-fraction and --test-fraction apply to --data files"};
   if (valid_fraction + test_fraction >= 1)
@@ -295,10 +323,78 @@ TrainData run_data(const std::string& dir) {
   } catch (const UsageError& e) {
     throw Error(fmt::format("'{}/command.json': {}", dir, e.message));
   }
-  return load_train_data(s);
+  if (s.subword.empty()) return load_train_data(s);
+  const std::string model = RunDir::open(dir).model_path();
+  const auto meta = nn::read_checkpoint_metadata(model);
+  const auto it = meta.find("preprocess");
+  if (it == meta.end()) throw Error(fmt::format("'{}': no \"preprocess\" metadata", model));
+  const models::Preprocess p = models::Preprocess::from_json(it->second);
+  return load_train_data(s, &p);
 }
 
-TrainData load_train_data(const TrainSettings& s) {
+namespace {
+
+// Trains the --subword segmentation(s) on the training pairs' raw text.
+models::Preprocess train_segmentation(
+    const TrainSettings& s, const std::vector<std::pair<std::string, std::string>>& text) {
+  models::Preprocess p;
+  p.mode = models::Preprocess::Mode::subword;
+  p.text.lowercase = s.lowercase;
+  models::SubwordOptions o;
+  o.kind = models::parse_subword_kind(s.subword);
+  o.vocab_size = s.vocab_size;
+  std::vector<std::string> src, tgt;
+  for (const auto& [a, b] : text) {
+    src.push_back(s.lowercase ? models::to_lower(a) : a);
+    tgt.push_back(s.lowercase ? models::to_lower(b) : b);
+  }
+  if (s.joint_vocab) {
+    src.insert(src.end(), tgt.begin(), tgt.end());
+    p.src_subword = p.tgt_subword =
+        std::make_shared<const models::Subword>(models::Subword::train(src, o));
+  } else {
+    p.src_subword = std::make_shared<const models::Subword>(models::Subword::train(src, o));
+    p.tgt_subword = std::make_shared<const models::Subword>(models::Subword::train(tgt, o));
+  }
+  return p;
+}
+
+// The raw lines of --subword pairs (read with CorpusOptions::raw) segmented by `p`.
+void segment(std::vector<models::Example>& pairs, const models::Preprocess& p) {
+  for (auto& e : pairs) {
+    e.src = p.tokenize_source(e.src.front());
+    e.tgt = p.tokenize_target(e.tgt.front());
+  }
+}
+
+}  // namespace
+
+std::vector<models::Example> sampled_training_pairs(const TrainSettings& s, const TrainData& d,
+                                                    int64_t epoch) {
+  const auto side = [&](bool target) {
+    std::vector<std::string> text;
+    for (const auto& pair : d.train_text) {
+      const std::string& t = target ? pair.second : pair.first;
+      text.push_back(s.lowercase ? models::to_lower(t) : t);
+    }
+    const models::Subword& model = target ? *d.preprocess.tgt_subword : *d.preprocess.src_subword;
+    const uint64_t seed =
+        static_cast<uint64_t>(s.seed) ^ (static_cast<uint64_t>(epoch * 2 + target) << 32);
+    return models::sample_segmentations(model, text, s.subword_sample, seed);
+  };
+  const auto src = side(false), tgt = side(true);
+  std::vector<models::Example> out = d.splits.train;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const bool fits = s.max_tokens <= 0 || (static_cast<int64_t>(src[i].size()) <= s.max_tokens &&
+                                            static_cast<int64_t>(tgt[i].size()) <= s.max_tokens);
+    if (!fits) continue;
+    out[i].src = src[i];
+    out[i].tgt = tgt[i];
+  }
+  return out;
+}
+
+TrainData load_train_data(const TrainSettings& s, const models::Preprocess* segmentation) {
   using namespace models;
   TrainData d;
   if (!s.task.empty()) {
@@ -321,6 +417,8 @@ TrainData load_train_data(const TrainSettings& s) {
   }
   CorpusOptions o;
   o.text = {s.lowercase, s.split_punct};
+  const bool subword = !s.subword.empty();
+  o.raw = subword;
   // The length filter is applied here rather than by the reader, so that its count is told
   // apart from the tutorial filter's.
   o.max_len = 0;
@@ -378,6 +476,40 @@ TrainData load_train_data(const TrainSettings& s) {
     d.preprocess.mode = Preprocess::Mode::tutorial;
   } else {
     d.preprocess.text = o.text;
+  }
+  if (subword) {
+    for (const auto& e : d.splits.train) d.train_text.emplace_back(e.src.front(), e.tgt.front());
+    d.preprocess = segmentation ? *segmentation : train_segmentation(s, d.train_text);
+    segment(d.splits.train, d.preprocess);
+    segment(d.splits.valid, d.preprocess);
+    segment(d.splits.test, d.preprocess);
+    // The length filter, which saw one token per line while the text was raw, now counts pieces:
+    // training pairs only (held-out sentences are all scored), raw text kept in step.
+    size_t kept = 0;
+    const int64_t before = static_cast<int64_t>(d.splits.train.size());
+    for (size_t i = 0; i < d.splits.train.size(); ++i) {
+      const Example& e = d.splits.train[i];
+      if (s.max_tokens > 0 && (static_cast<int64_t>(e.src.size()) > s.max_tokens ||
+                               static_cast<int64_t>(e.tgt.size()) > s.max_tokens))
+        continue;
+      if (kept != i) {  // a self-move would empty the pair
+        d.splits.train[kept] = std::move(d.splits.train[i]);
+        d.train_text[kept] = std::move(d.train_text[i]);
+      }
+      ++kept;
+    }
+    d.splits.train.resize(kept);
+    d.train_text.resize(kept);
+    const int64_t removed = before - static_cast<int64_t>(kept);
+    d.dropped += removed;
+    if (kept == 0)
+      throw Error(fmt::format("{}: all {} training pairs are longer than --max-tokens {} pieces",
+                              s.data_description(), with_commas(removed), s.max_tokens));
+    if (removed > 0)
+      d.description += fmt::format(
+          "; dropped {} of {} training pairs longer than {} pieces "
+          "(--max-tokens)",
+          with_commas(removed), with_commas(before), s.max_tokens);
   }
   check_decodable(s, d);
   return d;

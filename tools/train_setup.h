@@ -22,6 +22,11 @@ struct TrainSettings {
   // generated lengths): an over-long pair costs memory and time quadratic in its length.
   int64_t max_tokens = 100, min_freq = 1, max_vocab = 0;
   double valid_fraction = 0.05, test_fraction = 0.05;
+  // subwords (SentencePiece): "" for words, else bpe or unigram
+  std::string subword;
+  int64_t vocab_size = 8000;
+  bool joint_vocab = false;
+  double subword_sample = 0;  // BPE-dropout / unigram sampling alpha while training (0: off)
   // model
   std::string arch = "rnn";
   std::string cell = "gru", attention = "bahdanau", decoder = "bahdanau";
@@ -38,7 +43,8 @@ struct TrainSettings {
   double lr = 1e-3, weight_decay = 0, clip = 1.0, teacher_forcing = 1.0, gamma = 0.5;
   double adam_beta2 = 0.999, adam_eps = 1e-8, label_smoothing = 0;
   int64_t seed = 1, threads = 0, valid_decode = 1000, test_beam = 5;
-  double time_limit = 0;  // minutes
+  double time_limit = 0;     // minutes
+  int64_t average_last = 0;  // keep the last N epochs' models and average them at the end
   bool detect_anomaly = false;
   int64_t log_every = 50;  // steps between the loss lines of metrics.jsonl (0: none)
   std::string out, resume;
@@ -55,13 +61,17 @@ struct TrainSettings {
 struct TrainData {
   models::Splits splits;
   models::Preprocess preprocess;
+  // subword: the training pairs' raw text, in splits.train's order, for sampled segmentations
+  std::vector<std::pair<std::string, std::string>> train_text;
   std::string description;  // for the log: "task reverse (lengths 5-25, 20 symbols)", file names
   int64_t dropped = 0;      // pairs removed by filters
 };
-TrainData load_train_data(const TrainSettings& s);
+// Reads (or generates) the data. With --subword, trains the segmentation on the training text,
+// unless `segmentation` gives one (a resumed run's, which must not change).
+TrainData load_train_data(const TrainSettings& s, const models::Preprocess* segmentation = nullptr);
 // The data of the run in `dir`, rebuilt from its command.json as `train` built it (a toy task is
-// generated again from its seed, files are read again). Throws Error when the run has no
-// command.json or its data cannot be loaded any more.
+// generated again from its seed, files are read again, a subword run's segmentation is its
+// model's). Throws Error when the run has no command.json or its data cannot be loaded any more.
 TrainData run_data(const std::string& dir);
 
 // The model's configuration. Refuses settings whose training cannot fit in this machine's memory
@@ -75,5 +85,10 @@ models::Seq2SeqConfig model_config(const TrainSettings& s, int64_t src_vocab, in
 models::Seq2SeqConfig model_config_unchecked(const TrainSettings& s, int64_t src_vocab,
                                              int64_t tgt_vocab);
 models::TrainOptions train_options(const TrainSettings& s);
+
+// The training pairs segmented again with sampling (--subword-sample), reproducibly from the
+// run's seed and the epoch; pairs longer than --max-tokens keep their deterministic segmentation.
+std::vector<models::Example> sampled_training_pairs(const TrainSettings& s, const TrainData& d,
+                                                    int64_t epoch);
 
 }  // namespace tapestry::cli

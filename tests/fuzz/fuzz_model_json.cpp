@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 2: {
         const auto p = models::Preprocess::from_json(json);
         if (models::Preprocess::from_json(p.to_json()).to_json() != p.to_json()) std::abort();
-        (void)p.detokenize(p.tokenize(json));
+        (void)p.detokenize_target(p.tokenize_source(json));
         break;
       }
     }

@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // A loaded model's vocabularies and preprocessing work on its own tokens.
     for (const auto& tok : m.src.tokens()) (void)m.src.id(tok);
     (void)m.tgt.decode(m.tgt.encode(m.tgt.tokens()));
-    (void)m.preprocess.detokenize(m.preprocess.tokenize(m.preprocess.describe()));
+    (void)m.preprocess.detokenize_target(m.preprocess.tokenize_source(m.preprocess.describe()));
   } catch (const nn::CheckpointError&) {
   }
   return 0;
