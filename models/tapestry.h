@@ -37,6 +37,7 @@
 // models: the attention seq2seq model, decoding, training, data, BLEU and the other metrics.
 #include "tapestry/models/batch.h"
 #include "tapestry/models/bleu.h"
+#include "tapestry/models/chrf.h"
 #include "tapestry/models/config.h"
 #include "tapestry/models/corpus.h"
 #include "tapestry/models/decode.h"
