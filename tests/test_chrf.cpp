@@ -1,14 +1,18 @@
-// chrF and chrF++ against sacreBLEU's own tests and README, and hand-worked cases.
+// chrF and chrF++ against sacreBLEU's own tests and README, hand-worked cases, tapestry bleu.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "tapestry/core/errors.h"
 #include "tapestry/models/chrf.h"
+#include "tests/cli_run.h"
 
 using namespace tapestry;
 using namespace tapestry::models;
 using Catch::Matchers::Contains;
+using tapestry::testing::run_tapestry;
 using Lines = std::vector<std::string>;
 
 namespace {
@@ -19,6 +23,18 @@ constexpr double kSacreEpsilon = 1e-4;
 // One reference stream, as test_chrf.py passes them: corpus_chrf(hyps, [refs], ...).
 double one_stream(const Lines& hyps, const Lines& refs, const ChrfOptions& options) {
   return corpus_chrf(hyps, {refs}, options).score;
+}
+
+std::string data(const std::string& name) {
+  return std::string(TAPESTRY_SOURCE_DIR) + "/tests/data/bleu/" + name;
+}
+
+// `tapestry bleu` on fixture files: HYP REF... then the flags.
+tapestry::testing::CommandResult run_bleu(const std::vector<std::string>& files,
+                                          const std::string& flags) {
+  std::string args = "bleu";
+  for (const auto& f : files) args += fmt::format(" '{}'", data(f));
+  return run_tapestry(args + " " + flags);
 }
 
 // sacreBLEU's README example (section "Using SacreBLEU from Python"), also in test_bleu.cpp.
@@ -236,4 +252,79 @@ TEST_CASE("chrF: bad input is refused with ValueError", "[chrf]") {
   CHECK(chrf_from_stats(ChrfStats{}).str() == "chrF2 = 0.00");
   // Only the word orders: characters are optional.
   CHECK(corpus_chrf({"a b"}, {{"a b"}}, {.char_order = 0, .word_order = 2}).score == 100.0);
+}
+
+TEST_CASE("tapestry bleu --metrics chrf: scores fixture files like sacreBLEU", "[chrf]") {
+  // sacreBLEU README example: chrF2 = 59.73 with two reference files.
+  auto r = run_bleu({"readme.hyp", "readme.ref1", "readme.ref2"}, "--metrics chrf");
+  CHECK(r.status == 0);
+  CHECK(r.output ==
+        "chrF2 = 59.73\n"
+        "signature: nrefs:2|case:mixed|eff:yes|nc:6|nw:0|space:no|version:tapestry\n");
+  // Both metrics, BLEU first as sacreBLEU sorts them, whatever order is asked for.
+  const std::string both =
+      "BLEU = 48.53 82.4/50.0/45.5/37.5 (BP = 0.943 ratio = 0.944 hyp_len = 17 ref_len = 18)\n"
+      "signature: nrefs:2|case:mixed|eff:no|tok:13a|smooth:exp|version:tapestry\n"
+      "chrF2 = 59.73\n"
+      "signature: nrefs:2|case:mixed|eff:yes|nc:6|nw:0|space:no|version:tapestry\n";
+  CHECK(run_bleu({"readme.hyp", "readme.ref1", "readme.ref2"}, "-m bleu,chrf").output == both);
+  CHECK(run_bleu({"readme.hyp", "readme.ref1", "readme.ref2"}, "-m chrf,bleu").output == both);
+  CHECK(run_bleu({"readme.hyp", "readme.ref1", "readme.ref2"}, "-m bleu,chrf -b").output ==
+        "48.53\n59.73\n");
+  // The default is BLEU alone, as before.
+  CHECK(run_bleu({"readme.hyp", "readme.ref1", "readme.ref2"}, "").output ==
+        both.substr(0, both.find("chrF2")));
+  // An empty line in a reference file: a variable number of references.
+  r = run_bleu({"readme.hyp", "readme_var.ref1", "readme.ref2"}, "-m chrf");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.output, Contains("signature: nrefs:var|case:mixed|eff:yes|"));
+
+  // The hand-worked cases of this file: chrF++ 87.50, whitespace 45.45 (100 without it).
+  r = run_bleu({"chrf_words.hyp", "chrf_words.ref"}, "-m chrf --chrf-word-order 2");
+  CHECK(r.output ==
+        "chrF2++ = 87.50\n"
+        "signature: nrefs:1|case:mixed|eff:yes|nc:6|nw:2|space:no|version:tapestry\n");
+  CHECK(run_bleu({"chrf_space.hyp", "chrf_space.ref"}, "-m chrf -b").output == "100.00\n");
+  r = run_bleu({"chrf_space.hyp", "chrf_space.ref"}, "-m chrf --chrf-whitespace -w 4");
+  CHECK(r.output ==
+        "chrF2 = 45.4545\n"
+        "signature: nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:yes|version:tapestry\n");
+  // "The Cat sat on the MAT" against "the cat sat on the mat", lower-cased: identical.
+  r = run_bleu({"case.hyp", "case.ref"}, "-m chrf --chrf-lowercase");
+  CHECK_THAT(r.output, Contains("chrF2 = 100.00\n") && Contains("|case:lc|"));
+  CHECK_THAT(run_tapestry("bleu --help").output,
+             Contains("--metrics, -m LIST") && Contains("--chrf-word-order"));
+}
+
+TEST_CASE("tapestry bleu --metrics chrf: bad input", "[chrf]") {
+  const std::vector<std::string> files = {"readme.hyp", "readme.ref1"};
+  auto r = run_bleu(files, "--metrics ter");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Contains("--metrics: unknown metric 'ter' (valid: bleu, chrf)"));
+  r = run_bleu(files, "-m bleu,");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Contains("unknown metric ''"));
+  r = run_bleu(files, "-m");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Contains("-m needs a value"));
+  r = run_bleu(files, "-m chrf --chrf-word-order two");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Contains("--chrf-word-order"));
+  r = run_bleu(files, "-m chrf -cw 11");
+  CHECK(r.status == 2);
+  // An option of a metric that is not computed is refused rather than ignored.
+  r = run_bleu(files, "--chrf-word-order 2");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Contains("--chrf-word-order is a chrF option, but --metrics does not"));
+  r = run_bleu(files, "-m chrf --lowercase");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.output, Contains("(chrF's is --chrf-lowercase)"));
+  // A line without any reference: exit 1, naming file and line, as for BLEU.
+  r = run_bleu({"three_lines.hyp", "blank_line.ref"}, "-m chrf");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output,
+             Contains(data("blank_line.ref") + ":2: the reference line is empty; sacreBLEU"));
+  r = run_bleu({"two_lines.hyp", "readme.ref1"}, "-m chrf");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, Contains("has 2 lines but"));
 }
