@@ -399,26 +399,30 @@ std::string bleu_zero_reason(const BleuStats& stats, const BleuOptions& options)
   return fmt::format("BLEU rounds to 0: its n-gram matches are so few ({} for n = 1..4).", counts);
 }
 
+void check_reference_streams(std::string_view caller, size_t n_hyps,
+                             const std::vector<std::vector<std::string>>& refs) {
+  if (refs.empty()) throw ValueError(fmt::format("{}: no reference stream", caller));
+  for (size_t k = 0; k < refs.size(); ++k)
+    if (refs[k].size() != n_hyps)
+      throw ValueError(fmt::format("{}: {} hypotheses but reference stream {} has {} lines", caller,
+                                   n_hyps, k + 1, refs[k].size()));
+  for (size_t i = 0; i < n_hyps; ++i) {
+    bool any = false;
+    for (const auto& stream : refs) any = any || !stream[i].empty();
+    if (!any)
+      throw ValueError(fmt::format(
+          "{}: line {}: every reference is empty (sacreBLEU refuses this too)", caller, i + 1));
+  }
+}
+
 BleuStats corpus_bleu_stats(const std::vector<std::string>& hyps,
                             const std::vector<std::vector<std::string>>& refs,
                             const BleuOptions& options) {
-  if (refs.empty()) throw ValueError("corpus_bleu: no reference stream");
-  for (size_t k = 0; k < refs.size(); ++k)
-    if (refs[k].size() != hyps.size())
-      throw ValueError(
-          fmt::format("corpus_bleu: {} hypotheses but reference stream {} has {} lines",
-                      hyps.size(), k + 1, refs[k].size()));
+  check_reference_streams("corpus_bleu", hyps.size(), refs);
   BleuStats total;
   std::vector<std::string_view> line_refs(refs.size());
   for (size_t i = 0; i < hyps.size(); ++i) {
-    bool any = false;
-    for (size_t k = 0; k < refs.size(); ++k) {
-      line_refs[k] = refs[k][i];
-      any = any || !refs[k][i].empty();
-    }
-    if (!any)
-      throw ValueError(fmt::format(
-          "corpus_bleu: line {}: every reference is empty (sacreBLEU refuses this too)", i + 1));
+    for (size_t k = 0; k < refs.size(); ++k) line_refs[k] = refs[k][i];
     total += segment_bleu_stats(hyps[i], line_refs, options);
   }
   return total;
@@ -430,9 +434,7 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps,
   return bleu_from_stats(corpus_bleu_stats(hyps, refs, options), options);
 }
 
-std::string bleu_signature(const std::vector<std::vector<std::string>>& refs,
-                           const BleuOptions& options) {
-  // The number of non-empty references per line; sacreBLEU writes "var" when it differs.
+std::string signature_nrefs(const std::vector<std::vector<std::string>>& refs) {
   std::set<size_t> counts;
   size_t lines = refs.empty() ? 0 : refs[0].size();
   for (size_t i = 0; i < lines; ++i) {
@@ -440,9 +442,13 @@ std::string bleu_signature(const std::vector<std::vector<std::string>>& refs,
     for (const auto& stream : refs) n += i < stream.size() && !stream[i].empty();
     counts.insert(n);
   }
-  std::string nrefs = counts.size() > 1    ? "var"
-                      : counts.size() == 1 ? std::to_string(*counts.begin())
-                                           : std::to_string(refs.size());
+  return counts.size() > 1    ? "var"
+         : counts.size() == 1 ? std::to_string(*counts.begin())
+                              : std::to_string(refs.size());
+}
+
+std::string bleu_signature(const std::vector<std::vector<std::string>>& refs,
+                           const BleuOptions& options) {
   std::string smooth;
   switch (options.smooth) {
     case BleuSmooth::kNone:
@@ -458,8 +464,9 @@ std::string bleu_signature(const std::vector<std::vector<std::string>>& refs,
       smooth = fmt::format("add-k[{:.2f}]", options.smooth_value.value_or(1.0));
       break;
   }
-  return fmt::format("nrefs:{}|case:{}|eff:{}|tok:{}|smooth:{}|version:tapestry", nrefs,
-                     options.lowercase ? "lc" : "mixed", options.effective_order ? "yes" : "no",
+  return fmt::format("nrefs:{}|case:{}|eff:{}|tok:{}|smooth:{}|version:tapestry",
+                     signature_nrefs(refs), options.lowercase ? "lc" : "mixed",
+                     options.effective_order ? "yes" : "no",
                      options.tokenizer == BleuTokenizer::k13a ? "13a" : "none", smooth);
 }
 

@@ -80,6 +80,12 @@ BleuScore bleu_from_stats(const BleuStats& stats, const BleuOptions& options = {
 // BLEU-4 multiplies the four precisions; or not one n-gram of the output is in the references.
 std::string bleu_zero_reason(const BleuStats& stats, const BleuOptions& options = {});
 
+// Throws ValueError, its message starting with `caller` ("corpus_bleu"), unless refs has at least
+// one stream, every stream has n_hyps lines, and every line has a non-empty reference. corpus_bleu
+// and corpus_chrf check their references with it.
+void check_reference_streams(std::string_view caller, size_t n_hyps,
+                             const std::vector<std::vector<std::string>>& refs);
+
 // refs[k][i] is line i of the k-th reference stream; every stream must be as long as hyps.
 BleuStats corpus_bleu_stats(const std::vector<std::string>& hyps,
                             const std::vector<std::vector<std::string>>& refs,
@@ -87,6 +93,10 @@ BleuStats corpus_bleu_stats(const std::vector<std::string>& hyps,
 BleuScore corpus_bleu(const std::vector<std::string>& hyps,
                       const std::vector<std::vector<std::string>>& refs,
                       const BleuOptions& options = {});
+
+// The nrefs field of sacreBLEU's signatures: the number of non-empty references per line, or
+// "var" when it differs between lines.
+std::string signature_nrefs(const std::vector<std::vector<std::string>>& refs);
 
 // sacreBLEU's signature, e.g. "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:tapestry";
 // nrefs is "var" when the number of non-empty references differs between lines.

@@ -38,6 +38,7 @@
 #include "tapestry/models/average.h"
 #include "tapestry/models/batch.h"
 #include "tapestry/models/bleu.h"
+#include "tapestry/models/chrf.h"
 #include "tapestry/models/config.h"
 #include "tapestry/models/corpus.h"
 #include "tapestry/models/decode.h"
