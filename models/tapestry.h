@@ -46,6 +46,7 @@
 #include "tapestry/models/metrics.h"
 #include "tapestry/models/preprocess.h"
 #include "tapestry/models/saved_model.h"
+#include "tapestry/models/scores.h"
 #include "tapestry/models/seq2seq.h"
 #include "tapestry/models/subword.h"
 #include "tapestry/models/tasks.h"

@@ -13,6 +13,7 @@
 #include "tapestry/models/evaluate.h"
 #include "tapestry/models/metrics.h"
 #include "tapestry/models/saved_model.h"
+#include "tapestry/models/scores.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/run_dir.h"
@@ -29,10 +30,11 @@ namespace {
 
 constexpr const char* kAbout =
     "Translates --src with the model and scores the output against --ref (by default the run's\n"
-    "test split, DIR/test.src and DIR/test.ref): corpus BLEU as sacreBLEU computes it by default\n"
-    "(BLEU-4, 13a tokens, exp smoothing; --lowercase for case-insensitive), exact-match and\n"
-    "per-token accuracy on the model's tokens, perplexity of the reference under the model, and\n"
-    "all of these by source length.\n\n"
+    "test split, DIR/test.src and DIR/test.ref) as papers report it: sacreBLEU's default BLEU\n"
+    "(cased, BLEU-4, 13a tokens, exp smoothing), its lower-cased BLEU and chrF2, each with its\n"
+    "signature; exact-match and per-token accuracy on the model's tokens, perplexity of the\n"
+    "reference under the model, and these with BLEU by source length (--lowercase: that BLEU\n"
+    "lower-cased).\n\n"
     "examples:\n"
     "  tapestry eval --model runs/grammar\n"
     "  tapestry eval --model runs/m30k --src test_2016_flickr.de --ref test_2016_flickr.en "
@@ -67,7 +69,8 @@ int cmd_eval(const Args& args) {
   f.add("src", &src_path, "source sentences, one per line (default DIR/test.src)");
   f.add("ref", &ref_path, "reference translations, line-aligned (default DIR/test.ref)");
   f.add("beam", &beam, "beam width (1: greedy)", 1, 1000);
-  f.add_switch("lowercase", &lowercase, "case-insensitive BLEU");
+  f.add_switch("lowercase", &lowercase,
+               "BLEU by source length (and the JSON's \"bleu\") case-insensitive");
   f.add("buckets", &buckets_text, "upper ends of the source-length buckets");
   f.add("batch-size", &batch_size, "sentences decoded together", 1, 100000);
   f.add("json", &json_out, "also write the scores as JSON to this file");
@@ -156,7 +159,8 @@ int cmd_eval(const Args& args) {
   fmt::print("model: {} ({})\n", checkpoint, m.model->config().summary());
   fmt::print("data:  {} sentences from {} against {}; {}\n", pairs.size(), src_path, ref_path,
              beam > 1 ? fmt::format("beam {}", beam) : "greedy");
-  fmt::print("{}\n", bleu.str());
+  const FieldScores field = field_scores(out, ref);
+  fmt::print("{}", field.lines());
   if (const std::string why = bleu_zero_reason(stats, bo); !why.empty())
     fmt::print("note: {}\n", why);
   if (!overlap_note.empty()) fmt::print("{}\n", overlap_note);
@@ -167,8 +171,8 @@ int cmd_eval(const Args& args) {
   fmt::print("decoding took {:.2f} s: {:.0f} sentences/s ({}, batch {})\n\n", decode_seconds,
              static_cast<double>(pairs.size()) / decode_seconds,
              beam > 1 ? fmt::format("beam {}", beam) : "greedy", batch_size);
-  fmt::print("{:>12} {:>10} {:>8} {:>8} {:>10}\n", "src length", "sentences", "BLEU", "exact",
-             "token acc");
+  fmt::print("{:>12} {:>10} {:>8} {:>8} {:>10}{}\n", "src length", "sentences", "BLEU", "exact",
+             "token acc", lowercase ? "   (BLEU case:lc)" : "");
   nlohmann::json by_length = nlohmann::json::array();
   for (size_t b = 0; b < per.size(); ++b) {
     if (per[b].match.sentences == 0) continue;
@@ -187,6 +191,12 @@ int cmd_eval(const Args& args) {
   if (!json_out.empty()) {
     nlohmann::json j = {{"bleu", bleu.score},
                         {"bleu_line", bleu.str()},
+                        {"bleu_cased", field.bleu.score},
+                        {"bleu_lc", field.bleu_lc.score},
+                        {"chrf", field.chrf.score},
+                        {"bleu_signature", field.bleu_signature},
+                        {"bleu_lc_signature", field.bleu_lc_signature},
+                        {"chrf_signature", field.chrf_signature},
                         {"exact", all.exact_match()},
                         {"token_acc", all.token_accuracy()},
                         {"perplexity", loss.perplexity},

@@ -15,6 +15,7 @@
 #include "tapestry/models/evaluate.h"
 #include "tapestry/models/metrics.h"
 #include "tapestry/models/saved_model.h"
+#include "tapestry/models/scores.h"
 #include "tapestry/nn/checkpoint.h"
 #include "tools/cli.h"
 #include "tools/progress.h"
@@ -47,7 +48,16 @@ constexpr const char* kAbout =
 // Scores of decoded sentences against their references.
 struct DecodeScores {
   MatchCounts match;
-  BleuScore bleu;
+  FieldScores field;  // BLEU (cased and lower-cased) and chrF2 on the detokenized text
+  const BleuScore& bleu() const { return field.bleu; }
+  // "BLEU 38.12 (case:lc 39.50)  chrF2 62.31  exact match 4.30%  token accuracy 35.85%"
+  std::string summary() const {
+    return fmt::format(
+        "BLEU {:.2f} (case:lc {:.2f})  {} {:.2f}  exact match {:.2f}%  token "
+        "accuracy {:.2f}%",
+        field.bleu.score, field.bleu_lc.score, field.chrf.name, field.chrf.score,
+        100 * match.exact_match(), 100 * match.token_accuracy());
+  }
 };
 
 DecodeScores score(const std::vector<std::vector<Hypothesis>>& hyps,
@@ -61,7 +71,7 @@ DecodeScores score(const std::vector<std::vector<Hypothesis>>& hyps,
     out.push_back(prep.detokenize_target(tgt.decode(best)));
     refs.push_back(prep.detokenize_target(examples[i].tgt));
   }
-  s.bleu = corpus_bleu(out, {refs});
+  s.field = field_scores(out, refs);
   return s;
 }
 
@@ -209,7 +219,8 @@ int cmd_train(const Args& args) {
                         {"elapsed_seconds", elapsed()},
                         {"skipped_steps", r.skipped}};
     if (n_decode > 0) {
-      m["valid_bleu"] = ds.bleu.score;
+      m["valid_bleu"] = ds.bleu().score;
+      m["valid_chrf"] = ds.field.chrf.score;
       m["valid_exact"] = ds.match.exact_match();
       m["valid_token_acc"] = ds.match.token_accuracy();
     }
@@ -257,7 +268,7 @@ int cmd_train(const Args& args) {
           "epoch {}/{}  train loss {:.4f}  valid loss {:.4f} ppl {:.2f}{}  lr {:.3g}  {} tok/s  "
           "{}{}\n",
           epoch, s.epochs, r.loss, vl.loss, vl.perplexity,
-          n_decode > 0 ? fmt::format("  BLEU {:.2f}  exact {:.1f}%", ds.bleu.score,
+          n_decode > 0 ? fmt::format("  BLEU {:.2f}  exact {:.1f}%", ds.bleu().score,
                                      100 * ds.match.exact_match())
                        : "",
           lr, format_count(r.tokens / std::max(r.seconds, 1e-9)), format_duration(elapsed()),
@@ -278,26 +289,31 @@ int cmd_train(const Args& args) {
                          tgt_vocab, data.preprocess);
   nlohmann::json result = {{"test_loss", tl.loss},
                            {"test_ppl", tl.perplexity},
-                           {"greedy_bleu", g.bleu.score},
+                           {"greedy_bleu", g.bleu().score},
+                           {"greedy_bleu_lc", g.field.bleu_lc.score},
+                           {"greedy_chrf", g.field.chrf.score},
                            {"greedy_exact", g.match.exact_match()},
                            {"greedy_token_acc", g.match.token_accuracy()},
+                           {"bleu_signature", g.field.bleu_signature},
+                           {"chrf_signature", g.field.chrf_signature},
                            {"train_seconds", elapsed()}};
   fmt::print("test (best model, epoch {}): loss {:.4f} ppl {:.2f}\n", best_model.metadata["epoch"],
              tl.loss, tl.perplexity);
-  fmt::print("  greedy:  BLEU {:.2f}  exact match {:.2f}%  token accuracy {:.2f}%\n", g.bleu.score,
-             100 * g.match.exact_match(), 100 * g.match.token_accuracy());
+  fmt::print("  greedy:  {}\n", g.summary());
   if (s.test_beam > 1) {
     DecodeOptions beam;
     beam.beam = s.test_beam;
     DecodeScores b = score(translate(bm, test, s.batch_size, beam), test, data.splits.test,
                            tgt_vocab, data.preprocess);
-    fmt::print("  beam {}:  BLEU {:.2f}  exact match {:.2f}%  token accuracy {:.2f}%\n",
-               s.test_beam, b.bleu.score, 100 * b.match.exact_match(),
-               100 * b.match.token_accuracy());
+    fmt::print("  beam {}:  {}\n", s.test_beam, b.summary());
     result["beam"] = s.test_beam;
-    result["beam_bleu"] = b.bleu.score;
+    result["beam_bleu"] = b.bleu().score;
+    result["beam_bleu_lc"] = b.field.bleu_lc.score;
+    result["beam_chrf"] = b.field.chrf.score;
     result["beam_exact"] = b.match.exact_match();
   }
+  fmt::print("  (sacreBLEU on the detokenized text: BLEU {}; chrF {})\n", g.field.bleu_signature,
+             g.field.chrf_signature);
   if (bm.config().attention != nn::AttentionKind::none && !data.splits.test.empty() &&
       !data.splits.test[0].align.empty()) {
     AlignmentCounts ac;
@@ -319,7 +335,8 @@ int cmd_train(const Args& args) {
     std::string epochs;
     for (const auto& [e, path] : kept) {
       paths.push_back(path);
-      epochs += (epochs.empty() ? "" : ",") + std::to_string(e);
+      if (!epochs.empty()) epochs += ',';
+      epochs += std::to_string(e);
     }
     SavedModel avg = average_models(paths);
     save_model(run.file("averaged.safetensors"), *avg.model, avg.src, avg.tgt, avg.preprocess,
@@ -327,19 +344,21 @@ int cmd_train(const Args& args) {
     Seq2Seq& am = *avg.model;
     DecodeScores ag = score(translate(am, test, s.batch_size, greedy), test, data.splits.test,
                             tgt_vocab, data.preprocess);
-    fmt::print("averaged (last {} epochs: {}): greedy BLEU {:.2f}", paths.size(), epochs,
-               ag.bleu.score);
+    fmt::print("averaged model (epochs {}):\n  greedy:  {}\n", epochs, ag.summary());
     result["averaged_epochs"] = epochs;
-    result["averaged_greedy_bleu"] = ag.bleu.score;
+    result["averaged_greedy_bleu"] = ag.bleu().score;
+    result["averaged_greedy_bleu_lc"] = ag.field.bleu_lc.score;
+    result["averaged_greedy_chrf"] = ag.field.chrf.score;
     if (s.test_beam > 1) {
       DecodeOptions beam;
       beam.beam = s.test_beam;
       DecodeScores ab = score(translate(am, test, s.batch_size, beam), test, data.splits.test,
                               tgt_vocab, data.preprocess);
-      fmt::print("  beam {} BLEU {:.2f}", s.test_beam, ab.bleu.score);
-      result["averaged_beam_bleu"] = ab.bleu.score;
+      fmt::print("  beam {}:  {}\n", s.test_beam, ab.summary());
+      result["averaged_beam_bleu"] = ab.bleu().score;
+      result["averaged_beam_bleu_lc"] = ab.field.bleu_lc.score;
+      result["averaged_beam_chrf"] = ab.field.chrf.score;
     }
-    fmt::print("\n");
   }
   run.write_result(result.dump(2));
   auto samples =
