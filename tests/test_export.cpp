@@ -181,8 +181,8 @@ void cpp_losses(const std::string& run, CppResult& r) {
   const auto ref = cli::read_text_lines(run + "/test.ref");
   std::vector<models::EncodedPair> pairs;
   for (size_t i = 0; i < src.size(); ++i)
-    pairs.push_back(
-        {m.src.encode(m.preprocess.tokenize_source(src[i])), m.tgt.encode(m.preprocess.tokenize_target(ref[i]))});
+    pairs.push_back({m.src.encode(m.preprocess.tokenize_source(src[i])),
+                     m.tgt.encode(m.preprocess.tokenize_target(ref[i]))});
   for (size_t i = 0; i < pairs.size(); ++i) {
     const int64_t row[] = {static_cast<int64_t>(i)};
     models::Batch b = models::make_batch(pairs, row);
@@ -570,6 +570,64 @@ TEST_CASE("exported PyTorch Transformers translate and score exactly as Tapestry
       r["theirs"].get<double>(), r["ours"].get<double>());
 }
 
+TEST_CASE("exported subword models segment, translate and score exactly as Tapestry does",
+          "[export][torch][subword]") {
+  if (!torch_available() ||
+      shell(fmt::format("{} -c 'import sentencepiece; print(\"yes\")'", kPython)).out.find("yes") ==
+          std::string::npos) {
+    WARN("python3 with torch and sentencepiece not found (" << kPython
+                                                            << "): subword exports not checked");
+    return;
+  }
+  TempDir dir("export_subword");
+  // A cased corpus with accents: 100 sentences, their words reversed as the translation; the
+  // first 50 are the test split.
+  const char* subjects[] = {"Ein Mann", "Eine Frau", "Zwei Kinder", "Der Hund", "Die Ärztin"};
+  const char* verbs[] = {"läuft", "springt", "schläft", "isst", "grüßt"};
+  const char* places[] = {"im Park.", "über die Straße.", "am Strand.", "vor dem Café."};
+  std::string de, en, test_de, test_en;
+  int n = 0;
+  for (const char* a : subjects)
+    for (const char* v : verbs)
+      for (const char* p : places) {
+        const std::string line = fmt::format("{} {} {}", a, v, p);
+        std::vector<std::string> w;
+        std::istringstream in(line);
+        for (std::string x; in >> x;) w.push_back(x);
+        std::string rev;
+        for (auto it = w.rbegin(); it != w.rend(); ++it) {
+          if (!rev.empty()) rev += ' ';
+          rev += *it;
+        }
+        de += line + "\n";
+        en += rev + "\n";
+        if (n++ < 50) {
+          test_de += line + "\n";
+          test_en += rev + "\n";
+        }
+      }
+  write(dir / "train.de", de);
+  write(dir / "train.en", en);
+  write(dir / "test.de", test_de);
+  write(dir / "test.en", test_en);
+  const std::string base = fmt::format(
+      "--train-prefix '{0}/train' --valid-prefix '{0}/test' --test-prefix '{0}/test' --src de "
+      "--tgt en --vocab-size 320 --batch-size 16 --epochs 30 --threads 1 --test-beam 1 "
+      "--valid-decode 0 --quiet",
+      dir.str());
+  const std::vector<Config> configs = {
+      {"gru-bpe-joint", "--subword bpe --joint-vocab --emb 16 --hidden 32", base},
+      {"transformer-unigram",
+       "--subword unigram --arch transformer --d-model 32 --heads 2 --ffn 64", base}};
+  check_parity(dir, configs, 3, 3e-5, "subword");
+  // The package holds the SentencePiece models its preprocess.json names.
+  CHECK(fs::exists(dir / "configs/gru-bpe-joint/export/source.model"));
+  CHECK_FALSE(fs::exists(dir / "configs/gru-bpe-joint/export/target.model"));
+  CHECK(fs::exists(dir / "configs/transformer-unigram/export/target.model"));
+  const std::string prep = read(dir / "configs/transformer-unigram/export/preprocess.json");
+  CHECK_THAT(prep, Contains("\"target.model\""));
+}
+
 TEST_CASE("the exported model.py bounds decoding as Tapestry does", "[export][torch]") {
   if (!torch_available()) {
     WARN("python3 with torch not found (" << kPython << "): model.py's bounds are not checked");
@@ -698,9 +756,10 @@ TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export
     CHECK(lines_of(theirs.out).size() == 2);
     CHECK(theirs.out == ours.out);
     CHECK_THAT(read(dir / "ours.err"), Contains("more than the 1024 a sentence may have"));
-    CHECK_THAT(read(dir / "theirs.err"),
-               Contains("translate.py: line 2: " + std::to_string(prep.tokenize_source(line).size()) +
-                        " tokens, more than the 1024 a sentence may have; translating its first "
-                        "1024"));
+    CHECK_THAT(
+        read(dir / "theirs.err"),
+        Contains("translate.py: line 2: " + std::to_string(prep.tokenize_source(line).size()) +
+                 " tokens, more than the 1024 a sentence may have; translating its first "
+                 "1024"));
   }
 }

@@ -104,7 +104,17 @@ ExportResult export_pytorch(const std::string& model_path, const std::string& ou
   write("config.json", pretty(nlohmann::json::parse(m.model->config().to_json()), 2));
   write("src_vocab.json", pretty(m.src.tokens(), 1));
   write("tgt_vocab.json", pretty(m.tgt.tokens(), 1));
-  write("preprocess.json", pretty(nlohmann::json::parse(m.preprocess.to_json()), 2));
+  nlohmann::json preprocess = nlohmann::json::parse(m.preprocess.to_json());
+  if (m.preprocess.mode == models::Preprocess::Mode::subword) {
+    // The SentencePiece models as files of their own, which Python's sentencepiece loads.
+    write("source.model", m.preprocess.src_subword->proto());
+    preprocess["subword"]["source"] = "source.model";
+    if (!m.preprocess.joint()) {
+      write("target.model", m.preprocess.tgt_subword->proto());
+      preprocess["subword"]["target"] = "target.model";
+    }
+  }
+  write("preprocess.json", pretty(preprocess, 2));
 
   nn::NamedTensors tensors;
   for (auto& [name, p] : m.model->named_parameters()) tensors.emplace_back(name, p->value);

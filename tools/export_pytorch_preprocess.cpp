@@ -13,6 +13,8 @@ A port of Tapestry's models/text.cpp and models/preprocess.cpp. preprocess.json 
   chars     one token per character, a space becoming "_"
   tutorial  the normalisation of PyTorch's "Translation with a Sequence to Sequence Network and
             Attention" tutorial (lower-case, fold accents, keep a-z . ! ?), then split at spaces
+  subword   SentencePiece pieces, by the models source.model and target.model beside this file
+            (one file, source.model, for a joint vocabulary); needs Python's sentencepiece
 
 Lower-casing and accent folding cover exactly the letters Tapestry's tables cover (ASCII,
 Latin-1, Latin Extended-A, Greek, Cyrillic), so they are tables here too: Python's str.lower()
@@ -20,6 +22,7 @@ and unicodedata would change letters Tapestry leaves alone.
 """
 
 import json
+import os
 
 SPACE_TOKEN = "_"  # chars mode: the token of a space
 
@@ -135,28 +138,58 @@ def tutorial_normalize(text):
 class Preprocess:
     """How a line of text becomes tokens, and tokens a line (preprocess.json)."""
 
-    def __init__(self, mode="words", lowercase=False, split_punctuation=False):
-        if mode not in ("words", "chars", "tutorial"):
-            raise ValueError(f"preprocess: unknown mode '{mode}' (valid: words, chars, tutorial)")
+    def __init__(self, mode="words", lowercase=False, split_punctuation=False, subword=None,
+                 here="."):
+        if mode not in ("words", "chars", "tutorial", "subword"):
+            raise ValueError(
+                f"preprocess: unknown mode '{mode}' (valid: words, chars, tutorial, subword)")
         self.mode = mode
-        self.lowercase = lowercase  # words mode only
+        self.lowercase = lowercase  # words and subword modes
         self.split_punctuation = split_punctuation  # words mode only
+        self.source_pieces = self.target_pieces = None
+        if mode == "subword":
+            try:
+                import sentencepiece
+            except ImportError:
+                raise ImportError("preprocess: this model's subword units need Python's "
+                                  "sentencepiece (Debian: apt-get install python3-sentencepiece; "
+                                  "pip install sentencepiece)") from None
+
+            def load(name):
+                return sentencepiece.SentencePieceProcessor(model_file=os.path.join(here, name))
+
+            self.source_pieces = load(subword["source"])
+            self.target_pieces = self.source_pieces if subword["joint"] else load(subword["target"])
 
     @classmethod
     def load(cls, path):
         with open(path, encoding="utf-8") as f:
             j = json.load(f)
-        return cls(j["mode"], j["lowercase"], j["split_punctuation"])
+        return cls(j["mode"], j["lowercase"], j["split_punctuation"], j.get("subword"),
+                   os.path.dirname(os.path.abspath(path)))
 
-    def tokenize(self, line):
+    def _split(self, line, pieces):
         if self.mode == "words":
             return tokenize_words(line, self.lowercase, self.split_punctuation)
         if self.mode == "tutorial":
             return tokenize_words(tutorial_normalize(line))
+        if self.mode == "subword":
+            return pieces.encode(to_lower(line) if self.lowercase else line, out_type=str)
         return [SPACE_TOKEN if ch == " " else ch for ch in line]
 
+    def tokenize(self, line):
+        """A source sentence's tokens."""
+        return self._split(line, self.source_pieces)
+
+    def tokenize_target(self, line):
+        """A target sentence's tokens (subword models may segment each language its own way)."""
+        return self._split(line, self.target_pieces)
+
     def detokenize(self, tokens):
-        """Words are joined by spaces; characters are joined, "_" turning back into a space."""
+        """Target tokens -> text. Words are joined by spaces; characters are joined, "_" turning
+        back into a space; SentencePiece joins pieces into plain text."""
+        if self.mode == "subword":
+            return self.target_pieces.decode_pieces(tokens)
         if self.mode == "chars":
             return "".join(" " if t == SPACE_TOKEN else t for t in tokens)
         return " ".join(tokens)

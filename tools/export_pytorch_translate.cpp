@@ -111,7 +111,7 @@ def pair_losses(model, prep, src_vocab, tgt_vocab, src_lines, ref_lines, batch_s
         src_tokens = prep.tokenize(src)
         if not src_tokens:
             raise ValueError(f"source line {number}: empty source sentence")
-        pairs.append((src_vocab.encode(src_tokens), tgt_vocab.encode(prep.tokenize(ref))))
+        pairs.append((src_vocab.encode(src_tokens), tgt_vocab.encode(prep.tokenize_target(ref))))
     sums, counts = [0.0] * len(pairs), [0] * len(pairs)
     with torch.no_grad():
         for rows in batches_by_length(pairs, batch_size):

@@ -2,7 +2,8 @@
 # Installs the Debian packages Tapestry builds with, if any are missing (apt-get, as root).
 #   tools/setup.sh               what the build needs
 #   tools/setup.sh --test-tools  also what some tests use when present: Graphviz (DOT renders),
-#                                Chromium (the HTML pages run), python3-torch (PyTorch parity);
+#                                Chromium (the HTML pages run), python3-torch (PyTorch parity),
+#                                python3-sentencepiece (exported subword models);
 #                                those tests skip, saying why, where a tool is missing, so this
 #                                part is best effort: a failed install is reported, not fatal
 #   tools/setup.sh --fuzz-tools  also clang and its runtime libraries with libFuzzer
@@ -12,7 +13,7 @@ set -euo pipefail
 
 packages=(cmake make g++ pkg-config libopenblas-dev libfmt-dev catch2 nlohmann-json3-dev
   libsentencepiece-dev)
-test_tools=(graphviz chromium python3-torch)
+test_tools=(graphviz chromium python3-torch python3-sentencepiece)
 fuzz_tools=(clang libclang-rt-dev)
 
 want_test_tools=0
