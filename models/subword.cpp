@@ -142,6 +142,43 @@ std::vector<std::vector<std::string>> sample_segmentations(const Subword& model,
   return out;
 }
 
+std::vector<std::pair<size_t, size_t>> piece_words(const std::vector<std::string>& pieces) {
+  constexpr std::string_view kWordStart = "\xE2\x96\x81";  // U+2581 ▁
+  const auto special = [](const std::string& p) {
+    return p.size() > 2 && p.front() == '<' && p.back() == '>' && !p.starts_with("<0x");
+  };
+  std::vector<std::pair<size_t, size_t>> words;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const bool starts =
+        k == 0 || pieces[k].starts_with(kWordStart) || special(pieces[k]) || special(pieces[k - 1]);
+    if (starts)
+      words.emplace_back(k, k + 1);
+    else
+      words.back().second = k + 1;
+  }
+  return words;
+}
+
+std::vector<float> merge_piece_attention(const std::vector<float>& weights,
+                                         const std::vector<std::pair<size_t, size_t>>& row_words,
+                                         const std::vector<std::pair<size_t, size_t>>& col_words) {
+  const size_t cols = col_words.empty() ? 0 : col_words.back().second;
+  const size_t rows = row_words.empty() ? 0 : row_words.back().second;
+  if (weights.size() != rows * cols)
+    throw ValueError(fmt::format("merge_piece_attention: {} weights for {} x {} pieces",
+                                 weights.size(), rows, cols));
+  std::vector<float> out;
+  out.reserve(row_words.size() * col_words.size());
+  for (const auto& [r0, r1] : row_words)
+    for (const auto& [c0, c1] : col_words) {
+      double sum = 0;
+      for (size_t r = r0; r < r1; ++r)
+        for (size_t c = c0; c < c1; ++c) sum += weights[r * cols + c];
+      out.push_back(static_cast<float>(sum / static_cast<double>(r1 - r0)));
+    }
+  return out;
+}
+
 namespace {
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 }

@@ -73,6 +73,18 @@ std::vector<std::vector<std::string>> sample_segmentations(const Subword& model,
                                                            const std::vector<std::string>& texts,
                                                            double alpha, uint64_t seed);
 
+// Words of a segmentation, for display: [begin, end) ranges of pieces, a new word starting at
+// every piece that begins with SentencePiece's "▁" (and at the first piece). Specials such as
+// "<eos>" are words of their own.
+std::vector<std::pair<size_t, size_t>> piece_words(const std::vector<std::string>& pieces);
+
+// Attention over pieces (rows x cols, row-major) as attention over words: a word's columns are
+// summed (the weight the row puts on the word), a word's rows averaged (each row sums to 1, so
+// the merged rows do too).
+std::vector<float> merge_piece_attention(const std::vector<float>& weights,
+                                         const std::vector<std::pair<size_t, size_t>>& row_words,
+                                         const std::vector<std::pair<size_t, size_t>>& col_words);
+
 // Base64 (RFC 4648, with padding), for keeping a binary model in a checkpoint's text metadata.
 std::string base64_encode(std::string_view bytes);
 // Throws ValueError on a character outside the alphabet or a length that is not a multiple of 4.

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "tapestry/core/errors.h"
@@ -217,6 +218,40 @@ TEST_CASE("subword: a model is one file that translates plain text", "[subword]"
     CHECK(line.find("<unk>") == std::string::npos);
   }
   CHECK(lines == static_cast<int>(text.size()));
+
+  // --merge-pieces: the attention over words, each row still summing to 1.
+  r = testing::run_tapestry("translate --model " + (dir / "alone.safetensors") + " --input " +
+                            (dir / "train.de") + " --merge-pieces --attention " +
+                            (dir / "att.json") + " > /dev/null");
+  REQUIRE(r.status == 0);
+  std::ifstream att_file(dir / "att.json");
+  const auto att = nlohmann::json::parse(att_file);
+  REQUIRE(att.size() == text.size());
+  CHECK(att[0]["source"].size() == split_whitespace(text[0]).size());
+  for (const auto& row : att[0]["weights"]) {
+    CHECK(row.size() == att[0]["source"].size());
+    double sum = 0;
+    for (const auto& w : row) sum += w.get<double>();
+    CHECK(sum == Approx(1).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("subword: --merge-pieces is refused for a word-level model", "[subword]") {
+  testing::TempDir dir("subword");
+  Vocab src, tgt;
+  src.add("the");
+  tgt.add("le");
+  Seq2SeqConfig c;
+  c.src_vocab = src.size();
+  c.tgt_vocab = tgt.size();
+  c.emb = 4;
+  c.hidden = 4;
+  Seq2Seq model(c);
+  save_model(dir / "m.safetensors", model, src, tgt, Preprocess{});
+  const auto r = testing::run_tapestry("translate --model " + (dir / "m.safetensors") +
+                                       " --merge-pieces < /dev/null");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, Contains("--merge-pieces: '" + (dir / "m.safetensors") + "' is a words"));
 }
 
 TEST_CASE("subword: flags that do not go together are refused before any work", "[subword]") {
@@ -234,4 +269,24 @@ TEST_CASE("subword: flags that do not go together are refused before any work", 
   r = testing::run_tapestry("train --task copy --subword sentencepiece");
   CHECK(r.status != 0);
   CHECK_THAT(r.output, Contains("--subword"));
+}
+
+TEST_CASE("subword: pieces merge into words for display, attention with them", "[subword]") {
+  using Spans = std::vector<std::pair<size_t, size_t>>;
+  CHECK(piece_words({"\u2581Ein", "\u2581Mann", "es", "\u2581l\u00e4uft", "."}) ==
+        Spans{{0, 1}, {1, 3}, {3, 5}});
+  // Bytes join the word they spell; <eos> is a word of its own; a first piece starts a word.
+  CHECK(piece_words({"\u2581A", "<0xCE>", "<0xA9>", "<eos>"}) == Spans{{0, 3}, {3, 4}});
+  CHECK(piece_words({"es", "\u2581x"}) == Spans{{0, 1}, {1, 2}});
+  CHECK(piece_words({}).empty());
+
+  // Two target pieces of one word, over source words {x y} and {z}: columns summed, rows
+  // averaged, so every merged row still sums to 1.
+  const std::vector<float> w = {0.1f, 0.2f, 0.7f, 0.3f, 0.3f, 0.4f};
+  const auto merged = merge_piece_attention(w, {{0, 2}}, {{0, 2}, {2, 3}});
+  REQUIRE(merged.size() == 2);
+  CHECK(merged[0] == Approx(0.45).epsilon(1e-6));
+  CHECK(merged[1] == Approx(0.55).epsilon(1e-6));
+  CHECK(merge_piece_attention(w, {{0, 1}, {1, 2}}, {{0, 1}, {1, 2}, {2, 3}}) == w);
+  CHECK_THROWS_AS(merge_piece_attention(w, {{0, 1}}, {{0, 3}}), ValueError);
 }

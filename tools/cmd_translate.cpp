@@ -38,15 +38,38 @@ dt { color: #5b6475; } dd { margin: 0; }
 )css";
 
 // One sentence's section of the --heatmap page: its source, its translation and the attention.
+// Subword pieces merged into words for display: the labels (each word's text) and the attention
+// over words (see models::merge_piece_attention).
+void merge_pieces(const Preprocess& p, std::vector<std::string>& cols,
+                  std::vector<std::string>& rows, std::vector<float>& weights) {
+  const auto col_words = piece_words(cols), row_words = piece_words(rows);
+  weights = merge_piece_attention(weights, row_words, col_words);
+  const auto labels = [](const std::vector<std::string>& pieces, const auto& words,
+                         const auto& join) {
+    std::vector<std::string> out;
+    for (const auto& [b, e] : words) {
+      const std::vector<std::string> word(pieces.begin() + static_cast<long>(b),
+                                          pieces.begin() + static_cast<long>(e));
+      out.push_back(word.size() == 1 && word[0] == "<eos>" ? word[0] : join(word));
+    }
+    return out;
+  };
+  cols = labels(cols, col_words, [&](const auto& w) { return p.detokenize_source(w); });
+  rows = labels(rows, row_words, [&](const auto& w) { return p.detokenize_target(w); });
+}
+
 std::string heatmap_section(const SavedModel& m, const std::vector<std::string>& source,
                             const EncodedPair& pair, const Hypothesis& h, size_t line,
-                            bool has_attention) {
+                            bool has_attention, bool merge) {
   std::vector<std::string> cols, rows = m.tgt.decode(h.tokens);
   for (size_t j = 0; j < source.size(); ++j)
     cols.push_back(pair.src[j] == Vocab::kUnk && source[j] != "<unk>" ? source[j] + "*"
                                                                       : source[j]);
   const std::string output = m.preprocess.detokenize_target(rows);
   if (h.finished) rows.push_back("<eos>");
+  std::vector<float> weights = h.attention;
+  if (merge && has_attention && !rows.empty() && weights.size() == rows.size() * cols.size())
+    merge_pieces(m.preprocess, cols, rows, weights);
   std::string s = fmt::format(
       "<section><h2>Line {}</h2><dl><dt>source</dt><dd>{}</dd><dt>output</dt><dd>{}</dd></dl>\n",
       line, html::escape(m.preprocess.detokenize_source(source)), html::escape(output));
@@ -54,9 +77,9 @@ std::string heatmap_section(const SavedModel& m, const std::vector<std::string>&
     return s +
            "<p class=\"note\">No attention: this model's decoder reads only the encoder's "
            "final state.</p></section>\n";
-  if (rows.empty() || h.attention.size() != rows.size() * cols.size())
+  if (rows.empty() || weights.size() != rows.size() * cols.size())
     return s + "<p class=\"note\">No attention matrix to draw.</p></section>\n";
-  return s + html::heatmap(cols, rows, h.attention) + "</section>\n";
+  return s + html::heatmap(cols, rows, weights) + "</section>\n";
 }
 
 }  // namespace
@@ -78,6 +101,10 @@ int cmd_translate(const Args& args) {
   f.add("attention", &attention_out, "write the attention weights as JSON to this file");
   f.add("heatmap", &heatmap_out,
         "draw each sentence's attention as a heatmap in this HTML page (self-contained)");
+  bool merge = false;
+  f.add_switch("merge-pieces", &merge,
+               "subword models: --heatmap and --attention show words, each word's pieces merged "
+               "(weights on a source word summed, a target word's rows averaged)");
   if (!f.parse(args)) return 0;
   if (model.empty()) throw UsageError{"--model is required (a run directory or .safetensors file)"};
   if (nbest > beam)
@@ -94,6 +121,9 @@ int cmd_translate(const Args& args) {
   const std::vector<std::string> lines =
       from_stdin ? models::read_lines(std::string(kStdinPath)) : read_text_lines(input, true);
   SavedModel m = load_model(checkpoint);
+  if (merge && m.preprocess.mode != Preprocess::Mode::subword)
+    throw Error(fmt::format("--merge-pieces: '{}' is a {} model, not a subword one", checkpoint,
+                            m.preprocess.describe()));
   // Sentences with tokens are decoded; empty ones keep their place.
   std::vector<EncodedPair> pairs;
   std::vector<std::vector<std::string>> sources;
@@ -153,7 +183,8 @@ int cmd_translate(const Args& args) {
   const bool has_attention = m.model->config().attention != nn::AttentionKind::none;
   for (size_t k = 0; k < pairs.size(); ++k) {
     if (!heatmap_out.empty() && !hyps[k].empty())
-      page += heatmap_section(m, sources[k], pairs[k], hyps[k][0], where[k] + 1, has_attention);
+      page +=
+          heatmap_section(m, sources[k], pairs[k], hyps[k][0], where[k] + 1, has_attention, merge);
     for (const Hypothesis& h : hyps[k]) {
       std::vector<std::string> tokens = m.tgt.decode(h.tokens);
       const std::string text = m.preprocess.detokenize_target(tokens);
@@ -162,13 +193,16 @@ int cmd_translate(const Args& args) {
       if (attention_out.empty()) continue;
       std::vector<std::string> rows = tokens;
       if (h.finished) rows.push_back("<eos>");
-      nlohmann::json weights = nlohmann::json::array();
-      const auto s = static_cast<size_t>(h.src_len);
-      for (size_t r = 0; s > 0 && r * s < h.attention.size(); ++r)
-        weights.push_back(std::vector<float>(h.attention.begin() + static_cast<long>(r * s),
-                                             h.attention.begin() + static_cast<long>((r + 1) * s)));
       std::vector<std::string> src_tokens;
       for (int32_t id : pairs[k].src) src_tokens.push_back(m.src.token(id));
+      std::vector<float> w = h.attention;
+      if (merge && !rows.empty() && w.size() == rows.size() * src_tokens.size())
+        merge_pieces(m.preprocess, src_tokens, rows, w);
+      nlohmann::json weights = nlohmann::json::array();
+      const size_t s = src_tokens.size();
+      for (size_t r = 0; s > 0 && r * s < w.size(); ++r)
+        weights.push_back(std::vector<float>(w.begin() + static_cast<long>(r * s),
+                                             w.begin() + static_cast<long>((r + 1) * s)));
       attention.push_back({{"line", where[k] + 1},
                            {"source", src_tokens},
                            {"output", rows},
@@ -187,13 +221,21 @@ int cmd_translate(const Args& args) {
         heatmap_out,
         fmt::format("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
                     "<title>{0}</title>\n<style>{1}</style></head><body>\n<h1>{0}</h1>\n"
-                    "<p class=\"note\">{2} &middot; {3} sentence{4} &middot; {5}. One row per "
-                    "output token (and the final &lt;eos&gt;), one column per source token; "
-                    "darker is more weight. A * marks a source word outside the model's "
-                    "vocabulary, read as &lt;unk&gt;.</p>\n{6}</body></html>\n",
+                    "<p class=\"note\">{2} &middot; {3} sentence{4} &middot; {5}. {6}; darker "
+                    "is more weight.{7}</p>\n{8}</body></html>\n",
                     html::escape(title), kHeatmapCss, html::escape(m.model->config().summary()),
                     pairs.size(), pairs.size() == 1 ? "" : "s",
-                    beam > 1 ? fmt::format("beam {}", beam) : std::string("greedy"), page));
+                    beam > 1 ? fmt::format("beam {}", beam) : std::string("greedy"),
+                    merge ? "One row per output word (and the final &lt;eos&gt;), one column per "
+                            "source word, each word's subword pieces merged: a column is the "
+                            "weight on all its pieces, a row the mean of its pieces' rows"
+                          : "One row per output token (and the final &lt;eos&gt;), one column "
+                            "per source token",
+                    m.preprocess.mode == Preprocess::Mode::subword
+                        ? ""
+                        : " A * marks a source word outside the model's vocabulary, read as "
+                          "&lt;unk&gt;.",
+                    page));
   }
   return 0;
 }
