@@ -13,6 +13,7 @@
 #include "tapestry/models/saved_model.h"
 #include "tapestry/models/subword.h"
 #include "tapestry/models/text.h"
+#include "tapestry/nn/checkpoint.h"
 #include "tests/cli_run.h"
 
 using namespace tapestry;
@@ -289,4 +290,45 @@ TEST_CASE("subword: pieces merge into words for display, attention with them", "
   CHECK(merged[1] == Approx(0.55).epsilon(1e-6));
   CHECK(merge_piece_attention(w, {{0, 1}, {1, 2}}, {{0, 1}, {1, 2}, {2, 3}}) == w);
   CHECK_THROWS_AS(merge_piece_attention(w, {{0, 1}}, {{0, 3}}), ValueError);
+}
+
+TEST_CASE("subword: a resumed run keeps its segmentation and samples as the straight one",
+          "[subword]") {
+  testing::TempDir dir("subword");
+  std::ofstream de(dir / "c.de"), en(dir / "c.en");
+  for (const auto& line : small_corpus()) {
+    de << line << "\n";
+    en << to_lower(line) << "\n";
+  }
+  de.close();
+  en.close();
+  const std::string flags =
+      "--train-prefix " + (dir / "c") + " --valid-prefix " + (dir / "c") + " --test-prefix " +
+      (dir / "c") +
+      " --src de --tgt en --subword bpe --vocab-size 350 --subword-sample 0.2 --emb 8 "
+      "--hidden 8 --threads 1 --test-beam 1 --quiet";
+  auto r = testing::run_tapestry("train " + flags + " --epochs 3 --out " + (dir / "straight"));
+  REQUIRE(r.status == 0);
+  r = testing::run_tapestry("train " + flags + " --epochs 2 --out " + (dir / "resumed"));
+  REQUIRE(r.status == 0);
+  r = testing::run_tapestry("train --resume " + (dir / "resumed") + " --epochs 3");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  // The parameters and the optimizer's state, bit for bit (the metadata holds wall times).
+  const auto values = [](const std::string& path) {
+    std::vector<std::pair<std::string, std::vector<double>>> out;
+    for (const auto& [name, t] : nn::load_safetensors(path).tensors) {
+      std::vector<double> v(static_cast<size_t>(t.numel()));
+      for (int64_t i = 0; i < t.numel(); ++i)
+        v[static_cast<size_t>(i)] =
+            t.dtype() == DType::f32 ? t.data<float>()[i] : t.data<double>()[i];
+      out.emplace_back(name, std::move(v));
+    }
+    return out;
+  };
+  const auto a = values(dir / "straight/last.safetensors");
+  REQUIRE(a.size() > 4);
+  CHECK(a == values(dir / "resumed/last.safetensors"));
+  CHECK(nn::read_checkpoint_metadata(dir / "straight/model.safetensors").at("preprocess") ==
+        nn::read_checkpoint_metadata(dir / "resumed/model.safetensors").at("preprocess"));
 }
