@@ -290,33 +290,38 @@ int cmd_train(const Args& args) {
   SavedModel best_model = load_model(run.model_path());
   Seq2Seq& bm = *best_model.model;
   LossResult tl = evaluate_loss(bm, test, s.batch_size);
-  DecodeScores g = score(translate(bm, test, s.batch_size, greedy), test, data.splits.test,
-                         tgt_vocab, data.preprocess);
-  nlohmann::json result = {{"test_loss", tl.loss},
-                           {"test_ppl", tl.perplexity},
-                           {"greedy_bleu", g.bleu().score},
-                           {"greedy_bleu_lc", g.field.bleu_lc.score},
-                           {"greedy_chrf", g.field.chrf.score},
-                           {"greedy_exact", g.match.exact_match()},
-                           {"greedy_token_acc", g.match.token_accuracy()},
-                           {"bleu_signature", g.field.bleu_signature},
-                           {"chrf_signature", g.field.chrf_signature},
-                           {"train_seconds", elapsed()}};
+  nlohmann::json result = {
+      {"test_loss", tl.loss}, {"test_ppl", tl.perplexity}, {"train_seconds", elapsed()}};
+  // Greedy and beam scores of `m` on the test split, printed and kept in result.json under
+  // `prefix` + "greedy_bleu", ...
+  const auto score_test = [&](Seq2Seq& m, const std::string& prefix) {
+    DecodeScores g = score(translate(m, test, s.batch_size, greedy), test, data.splits.test,
+                           tgt_vocab, data.preprocess);
+    fmt::print("  greedy:  {}\n", g.summary());
+    const auto keep = [&](const std::string& kind, const DecodeScores& d) {
+      result[prefix + kind + "_bleu"] = d.bleu().score;
+      result[prefix + kind + "_bleu_lc"] = d.field.bleu_lc.score;
+      result[prefix + kind + "_chrf"] = d.field.chrf.score;
+      result[prefix + kind + "_exact"] = d.match.exact_match();
+      result[prefix + kind + "_token_acc"] = d.match.token_accuracy();
+    };
+    keep("greedy", g);
+    if (s.test_beam > 1) {
+      DecodeOptions beam;
+      beam.beam = s.test_beam;
+      DecodeScores b = score(translate(m, test, s.batch_size, beam), test, data.splits.test,
+                             tgt_vocab, data.preprocess);
+      fmt::print("  beam {}:  {}\n", s.test_beam, b.summary());
+      keep("beam", b);
+      result["beam"] = s.test_beam;
+    }
+    result["bleu_signature"] = g.field.bleu_signature;
+    result["chrf_signature"] = g.field.chrf_signature;
+    return g;
+  };
   fmt::print("test (best model, epoch {}): loss {:.4f} ppl {:.2f}\n", best_model.metadata["epoch"],
              tl.loss, tl.perplexity);
-  fmt::print("  greedy:  {}\n", g.summary());
-  if (s.test_beam > 1) {
-    DecodeOptions beam;
-    beam.beam = s.test_beam;
-    DecodeScores b = score(translate(bm, test, s.batch_size, beam), test, data.splits.test,
-                           tgt_vocab, data.preprocess);
-    fmt::print("  beam {}:  {}\n", s.test_beam, b.summary());
-    result["beam"] = s.test_beam;
-    result["beam_bleu"] = b.bleu().score;
-    result["beam_bleu_lc"] = b.field.bleu_lc.score;
-    result["beam_chrf"] = b.field.chrf.score;
-    result["beam_exact"] = b.match.exact_match();
-  }
+  const DecodeScores g = score_test(bm, "");
   fmt::print("  (sacreBLEU on the detokenized text: BLEU {}; chrF {})\n", g.field.bleu_signature,
              g.field.chrf_signature);
   if (bm.config().attention != nn::AttentionKind::none && !data.splits.test.empty() &&
@@ -346,24 +351,9 @@ int cmd_train(const Args& args) {
     SavedModel avg = average_models(paths);
     save_model(run.file("averaged.safetensors"), *avg.model, avg.src, avg.tgt, avg.preprocess,
                {{"averaged_epochs", epochs}});
-    Seq2Seq& am = *avg.model;
-    DecodeScores ag = score(translate(am, test, s.batch_size, greedy), test, data.splits.test,
-                            tgt_vocab, data.preprocess);
-    fmt::print("averaged model (epochs {}):\n  greedy:  {}\n", epochs, ag.summary());
+    fmt::print("averaged model (epochs {}):\n", epochs);
     result["averaged_epochs"] = epochs;
-    result["averaged_greedy_bleu"] = ag.bleu().score;
-    result["averaged_greedy_bleu_lc"] = ag.field.bleu_lc.score;
-    result["averaged_greedy_chrf"] = ag.field.chrf.score;
-    if (s.test_beam > 1) {
-      DecodeOptions beam;
-      beam.beam = s.test_beam;
-      DecodeScores ab = score(translate(am, test, s.batch_size, beam), test, data.splits.test,
-                              tgt_vocab, data.preprocess);
-      fmt::print("  beam {}:  {}\n", s.test_beam, ab.summary());
-      result["averaged_beam_bleu"] = ab.bleu().score;
-      result["averaged_beam_bleu_lc"] = ab.field.bleu_lc.score;
-      result["averaged_beam_chrf"] = ab.field.chrf.score;
-    }
+    score_test(*avg.model, "averaged_");
   }
   run.write_result(result.dump(2));
   auto samples =
