@@ -38,7 +38,7 @@ std::vector<std::string> split(const Preprocess& p, std::string_view line, const
     }
     case Preprocess::Mode::subword:
       if (sp == nullptr) throw ValueError("preprocess: a subword model without its segmentation");
-      return p.text.lowercase ? sp->encode(to_lower(line)) : sp->encode(line);
+      return sp->encode(p.subword_text(line));
   }
   return {};
 }
@@ -65,6 +65,10 @@ std::shared_ptr<const Subword> subword_from_json(const nlohmann::json& j, Subwor
       Subword::from_proto(base64_decode(j.get<std::string>()), kind));
 }
 }  // namespace
+
+std::string Preprocess::subword_text(std::string_view line) const {
+  return text.lowercase ? to_lower(line) : std::string(line);
+}
 
 std::vector<std::string> Preprocess::tokenize_source(std::string_view line) const {
   return split(*this, line, src_subword.get());

@@ -30,6 +30,10 @@ struct Preprocess {
   std::string detokenize_target(const std::vector<std::string>& tokens) const;
   std::string detokenize_source(const std::vector<std::string>& tokens) const;
 
+  // subword: the text the segmentation reads (and is trained on): the line, lower-cased if
+  // text.lowercase.
+  std::string subword_text(std::string_view line) const;
+
   bool joint() const { return mode == Mode::subword && src_subword == tgt_subword; }
   // subword: the vocabularies are the segmentations' pieces, in their ids.
   Vocab source_vocab() const;

@@ -109,13 +109,8 @@ int cmd_train(const Args& args) {
 
   // A resumed subword run keeps the segmentation its saved model was trained with.
   std::optional<Preprocess> segmentation;
-  if (!s.resume.empty() && !s.subword.empty() && fs::exists(run.model_path())) {
-    const auto meta = nn::read_checkpoint_metadata(run.model_path());
-    const auto it = meta.find("preprocess");
-    if (it == meta.end())
-      throw Error(fmt::format("'{}': no \"preprocess\" metadata", run.model_path()));
-    segmentation = Preprocess::from_json(it->second);
-  }
+  if (!s.resume.empty() && !s.subword.empty() && fs::exists(run.model_path()))
+    segmentation = saved_preprocess(run.model_path());
   TrainData data = load_train_data(s, segmentation ? &*segmentation : nullptr);
   Vocab src_vocab, tgt_vocab;
   if (data.preprocess.mode == Preprocess::Mode::subword) {

@@ -324,15 +324,24 @@ TrainData run_data(const std::string& dir) {
     throw Error(fmt::format("'{}/command.json': {}", dir, e.message));
   }
   if (s.subword.empty()) return load_train_data(s);
-  const std::string model = RunDir::open(dir).model_path();
-  const auto meta = nn::read_checkpoint_metadata(model);
-  const auto it = meta.find("preprocess");
-  if (it == meta.end()) throw Error(fmt::format("'{}': no \"preprocess\" metadata", model));
-  const models::Preprocess p = models::Preprocess::from_json(it->second);
+  const models::Preprocess p = saved_preprocess(RunDir::open(dir).model_path());
   return load_train_data(s, &p);
 }
 
+models::Preprocess saved_preprocess(const std::string& model_path) {
+  const auto meta = nn::read_checkpoint_metadata(model_path);
+  const auto it = meta.find("preprocess");
+  if (it == meta.end()) throw Error(fmt::format("'{}': no \"preprocess\" metadata", model_path));
+  return models::Preprocess::from_json(it->second);
+}
+
 namespace {
+
+// Whether a pair of src and tgt tokens is over --max-tokens on either side.
+bool over_max_tokens(const TrainSettings& s, size_t src, size_t tgt) {
+  return s.max_tokens > 0 &&
+         (static_cast<int64_t>(src) > s.max_tokens || static_cast<int64_t>(tgt) > s.max_tokens);
+}
 
 // Trains the --subword segmentation(s) on the training pairs' raw text.
 models::Preprocess train_segmentation(
@@ -345,8 +354,8 @@ models::Preprocess train_segmentation(
   o.vocab_size = s.vocab_size;
   std::vector<std::string> src, tgt;
   for (const auto& [a, b] : text) {
-    src.push_back(s.lowercase ? models::to_lower(a) : a);
-    tgt.push_back(s.lowercase ? models::to_lower(b) : b);
+    src.push_back(p.subword_text(a));
+    tgt.push_back(p.subword_text(b));
   }
   if (s.joint_vocab) {
     src.insert(src.end(), tgt.begin(), tgt.end());
@@ -375,7 +384,7 @@ std::vector<models::Example> sampled_training_pairs(const TrainSettings& s, cons
     std::vector<std::string> text;
     for (const auto& pair : d.train_text) {
       const std::string& t = target ? pair.second : pair.first;
-      text.push_back(s.lowercase ? models::to_lower(t) : t);
+      text.push_back(d.preprocess.subword_text(t));
     }
     const models::Subword& model = target ? *d.preprocess.tgt_subword : *d.preprocess.src_subword;
     const uint64_t seed =
@@ -385,9 +394,7 @@ std::vector<models::Example> sampled_training_pairs(const TrainSettings& s, cons
   const auto src = side(false), tgt = side(true);
   std::vector<models::Example> out = d.splits.train;
   for (size_t i = 0; i < out.size(); ++i) {
-    const bool fits = s.max_tokens <= 0 || (static_cast<int64_t>(src[i].size()) <= s.max_tokens &&
-                                            static_cast<int64_t>(tgt[i].size()) <= s.max_tokens);
-    if (!fits) continue;
+    if (over_max_tokens(s, src[i].size(), tgt[i].size())) continue;
     out[i].src = src[i];
     out[i].tgt = tgt[i];
   }
@@ -427,8 +434,7 @@ TrainData load_train_data(const TrainSettings& s, const models::Preprocess* segm
     considered += static_cast<int64_t>(pairs.size());
     if (s.max_tokens <= 0) return;
     const auto longer = [&](const Example& e) {
-      return static_cast<int64_t>(e.src.size()) > s.max_tokens ||
-             static_cast<int64_t>(e.tgt.size()) > s.max_tokens;
+      return over_max_tokens(s, e.src.size(), e.tgt.size());
     };
     const auto kept = std::remove_if(pairs.begin(), pairs.end(), longer);
     too_long += static_cast<int64_t>(pairs.end() - kept);
@@ -489,9 +495,7 @@ TrainData load_train_data(const TrainSettings& s, const models::Preprocess* segm
     const int64_t before = static_cast<int64_t>(d.splits.train.size());
     for (size_t i = 0; i < d.splits.train.size(); ++i) {
       const Example& e = d.splits.train[i];
-      if (s.max_tokens > 0 && (static_cast<int64_t>(e.src.size()) > s.max_tokens ||
-                               static_cast<int64_t>(e.tgt.size()) > s.max_tokens))
-        continue;
+      if (over_max_tokens(s, e.src.size(), e.tgt.size())) continue;
       if (kept != i) {  // a self-move would empty the pair
         d.splits.train[kept] = std::move(d.splits.train[i]);
         d.train_text[kept] = std::move(d.train_text[i]);

@@ -66,6 +66,10 @@ struct TrainData {
   std::string description;  // for the log: "task reverse (lengths 5-25, 20 symbols)", file names
   int64_t dropped = 0;      // pairs removed by filters
 };
+// The preprocessing (with a subword model's segmentations) kept in a model file's metadata.
+// Throws Error when the file has none.
+models::Preprocess saved_preprocess(const std::string& model_path);
+
 // Reads (or generates) the data. With --subword, trains the segmentation on the training text,
 // unless `segmentation` gives one (a resumed run's, which must not change).
 TrainData load_train_data(const TrainSettings& s, const models::Preprocess* segmentation = nullptr);
