@@ -1,9 +1,11 @@
 // Memory: a size-class pool of 64-byte aligned blocks (4 classes per power of two). Each thread
 // keeps its own free lists, so a steady step allocates and frees without a lock; a shared list
 // behind them takes a thread's blocks when it exits, the blocks a thread frees that another took
-// out, and serves every thread's misses.
+// out, and serves every thread's misses. A class no step has asked for lately goes back to the
+// system at the next miss, so batches of ever-changing shapes do not fill every size class.
 #include "tapestry/core/memory.h"
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstdlib>
@@ -17,6 +19,11 @@ namespace {
 constexpr size_t kAlign = 64;
 constexpr size_t kMinBlock = 64;
 constexpr int kClasses = 4 * 48;
+// A request its own class cannot serve may take a block of one of the next classes (under twice
+// its size): a batch a little shorter than the last reuses the last one's blocks.
+constexpr int kLargerClasses = 3;
+// A class no request has asked for in this many steps is let go at the next miss.
+constexpr uint64_t kIdleSteps = 2;
 
 // Block sizes grow by quarter powers of two: 64, 80, 96, 112, 128, 160, ... so at most 25% is
 // wasted, and a shape seen once is served from the pool every step after.
@@ -40,6 +47,55 @@ void destroy(Storage* s) {
   delete s;
 }
 
+// Steps ended so far (mark_memory_step), the clock of the classes' last use.
+std::atomic<uint64_t> g_steps{0};
+
+// One free list per size class and the step each class was last asked for in.
+struct FreeLists {
+  std::vector<Storage*> lists[kClasses];
+  uint64_t last_use[kClasses] = {};
+  uint64_t trimmed_at = 0;  // the step of the last trim
+
+  // A block of class c or of one of the next kLargerClasses, or null.
+  Storage* take(int c) {
+    const uint64_t now = g_steps.load(std::memory_order_relaxed);
+    last_use[c] = now;
+    for (int from = c; from < std::min(c + 1 + kLargerClasses, kClasses); ++from) {
+      if (lists[from].empty()) continue;
+      last_use[from] = now;
+      Storage* s = lists[from].back();
+      lists[from].pop_back();
+      return s;
+    }
+    return nullptr;
+  }
+  // Frees the blocks of every class not asked for in the last kIdleSteps steps (at most once a
+  // step); returns the bytes freed.
+  int64_t trim_idle() {
+    const uint64_t now = g_steps.load(std::memory_order_relaxed);
+    if (trimmed_at == now || now <= kIdleSteps) return 0;
+    trimmed_at = now;
+    int64_t freed = 0;
+    for (int c = 0; c < kClasses; ++c)
+      if (last_use[c] + kIdleSteps < now) freed += drop(lists[c]);
+    return freed;
+  }
+  int64_t drop_all() {
+    int64_t freed = 0;
+    for (auto& list : lists) freed += drop(list);
+    return freed;
+  }
+  static int64_t drop(std::vector<Storage*>& list) {
+    int64_t freed = 0;
+    for (Storage* s : list) {
+      freed += static_cast<int64_t>(s->bytes);
+      destroy(s);
+    }
+    list.clear();
+    return freed;
+  }
+};
+
 // Byte and block counts. Each thread keeps its own, written only by that thread (a plain load
 // and store, no locked read-modify-write on the hot path), and memory_stats sums them; a block
 // freed on another thread than the one that took it makes one thread's in_use negative, never
@@ -57,7 +113,7 @@ inline void bump(std::atomic<int64_t>& c, int64_t by) {
 struct Local;
 struct Shared {
   std::mutex mu;
-  std::vector<Storage*> lists[kClasses];
+  FreeLists free;
   std::vector<const Local*> threads;
   Counters ended;  // changed under mu only
 };
@@ -73,7 +129,7 @@ thread_local bool t_local_gone = false;
 
 // One thread's free lists and counters; handed to the shared lists when the thread ends.
 struct Local {
-  std::vector<Storage*> lists[kClasses];
+  FreeLists free;
   Counters n;
   Local() {
     Shared& sh = shared();
@@ -84,8 +140,10 @@ struct Local {
     Shared& sh = shared();
     std::lock_guard lock(sh.mu);
     for (int c = 0; c < kClasses; ++c) {
-      sh.lists[c].insert(sh.lists[c].end(), lists[c].begin(), lists[c].end());
-      lists[c].clear();
+      auto& to = sh.free.lists[c];
+      to.insert(to.end(), free.lists[c].begin(), free.lists[c].end());
+      free.lists[c].clear();
+      sh.free.last_use[c] = std::max(sh.free.last_use[c], free.last_use[c]);
     }
     bump(sh.ended.in_use, n.in_use.load());
     bump(sh.ended.cached, n.cached.load());
@@ -121,17 +179,15 @@ StorageRef allocate_storage(size_t bytes) {
   const int c = size_class_of(bytes);
   Local* mine = local();
   Storage* s = nullptr;
+  int64_t trimmed = 0;
   if (c < kClasses) {
-    if (mine && !mine->lists[c].empty()) {
-      s = mine->lists[c].back();
-      mine->lists[c].pop_back();
-    } else {
+    if (mine) s = mine->free.take(c);
+    if (!s) {
+      if (mine) trimmed += mine->free.trim_idle();  // a miss: a good time to let old classes go
       Shared& sh = shared();
       std::lock_guard lock(sh.mu);
-      if (!sh.lists[c].empty()) {
-        s = sh.lists[c].back();
-        sh.lists[c].pop_back();
-      }
+      s = sh.free.take(c);
+      if (!s) trimmed += sh.free.trim_idle();
     }
   }
   if (s) {
@@ -145,6 +201,7 @@ StorageRef allocate_storage(size_t bytes) {
     s->data = ::operator new(size, std::align_val_t(kAlign));
     count(&Counters::system, mine, 1);
   }
+  if (trimmed) count(&Counters::cached, mine, -trimmed);
   s->owner = mine;
   count(&Counters::in_use, mine, static_cast<int64_t>(s->bytes));
   return StorageRef::adopt(s);
@@ -164,11 +221,11 @@ void StorageRef::release() {
       // here, it would sit unused while the other thread (a decoding shard's worker, every
       // call) took new memory from the system.
       if (mine && s_->owner == mine) {
-        mine->lists[s_->size_class].push_back(s_);
+        mine->free.lists[s_->size_class].push_back(s_);
       } else {
         Shared& sh = shared();
         std::lock_guard lock(sh.mu);
-        sh.lists[s_->size_class].push_back(s_);
+        sh.free.lists[s_->size_class].push_back(s_);
       }
       count(&Counters::cached, mine, bytes);
     } else {
@@ -176,6 +233,10 @@ void StorageRef::release() {
     }
   }
   s_ = nullptr;
+}
+
+void mark_memory_step() {
+  g_steps.fetch_add(1, std::memory_order_relaxed);
 }
 
 MemoryStats memory_stats() {
@@ -199,20 +260,12 @@ MemoryStats memory_stats() {
 
 void release_cached_memory() {
   int64_t dropped = 0;
-  auto drop = [&](std::vector<Storage*>& list) {
-    for (Storage* s : list) {
-      dropped += static_cast<int64_t>(s->bytes);
-      destroy(s);
-    }
-    list.clear();
-  };
   Local* mine = local();
-  if (mine)
-    for (auto& list : mine->lists) drop(list);
+  if (mine) dropped += mine->free.drop_all();
   {
     Shared& sh = shared();
     std::lock_guard lock(sh.mu);
-    for (auto& list : sh.lists) drop(list);
+    dropped += sh.free.drop_all();
   }
   count(&Counters::cached, mine, -dropped);
 }

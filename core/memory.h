@@ -72,6 +72,11 @@ struct MemoryStats {
 };
 MemoryStats memory_stats();
 
+// Marks the end of a step (Tape::clear calls it). A size class no request has asked for in the
+// last two steps is returned to the system at the next miss: a steady step (the same shapes
+// every time) keeps all its blocks, while batches of changing lengths do not hoard every class.
+void mark_memory_step();
+
 // Returns the calling thread's cached free blocks and the shared ones to the system (other
 // threads keep their own caches until they exit).
 void release_cached_memory();

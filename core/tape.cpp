@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cmath>
 
+#include "tapestry/core/memory.h"
+
 namespace tapestry {
 
 namespace {
@@ -234,6 +236,7 @@ void Tape::clear() {
   labels_.clear();
   backward_spent_ = false;
   epoch_ = next_epoch();
+  mark_memory_step();
 }
 
 void Tape::push_region(std::string_view name) {
