@@ -2,9 +2,6 @@
 #include "tapestry/core/blas.h"
 
 #include <cblas.h>
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -12,6 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/gemm_profile.h"
 #include "tapestry/core/parallel.h"
 #include "tapestry/core/scratch.h"
@@ -20,59 +18,16 @@ namespace tapestry::blas {
 
 namespace {
 
-#if defined(__AVX2__) && defined(__FMA__)
-// Matrix-vector products up to this many multiply-adds run in gemv_rows below; larger ones go
-// to OpenBLAS, whose call overhead no longer matters there.
+// Matrix-vector products up to this many multiply-adds run in the kernels' gemv_rows
+// (core/cpu_kernels_body.inc), whose vector paths beat OpenBLAS's sgemv where its call overhead
+// matters; larger ones, and every one when only the portable kernels run, go to OpenBLAS.
 constexpr int64_t kSmallGemv = int64_t{1} << 16;
 
-// The 8 lane sums of a0..a7, in order: hadd pairs neighbours within each 128-bit half, twice,
-// and the halves are added last.
-inline __m256 sum_lanes8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5,
-                         __m256 a6, __m256 a7) {
-  const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-  const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a4, a5), _mm256_hadd_ps(a6, a7));
-  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+// The kernels' gemv_rows when the product is small enough and they are vectorised, else null.
+auto small_gemv(int64_t madds) {
+  const cpu::Kernels& k = cpu::kernels();
+  return madds <= kSmallGemv && k.capability != cpu::Capability::portable ? k.gemv_rows : nullptr;
 }
-
-// c[i * ldc] += alpha * dot(row i of w, x) for the n rows of w (n,k), row stride ldw: eight rows
-// at a time with one 8-wide accumulator each, their sums reduced together into one register.
-// At decoding sizes (one sentence, a 64-wide GRU) OpenBLAS's sgemv takes as long getting ready
-// as computing, and plain loops leave GCC spilling the accumulators, hence the intrinsics.
-void gemv_rows(int64_t n, int64_t k, float alpha, const float* __restrict w, int64_t ldw,
-               const float* __restrict x, float* __restrict c, int64_t ldc) {
-  const int64_t kv = k / 8 * 8;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const float* wi = w + i * ldw;
-    __m256 a[8];
-    for (int r = 0; r < 8; ++r) a[r] = _mm256_setzero_ps();
-    for (int64_t j = 0; j < kv; j += 8) {
-      const __m256 xv = _mm256_loadu_ps(x + j);
-      for (int r = 0; r < 8; ++r)
-        a[r] = _mm256_fmadd_ps(_mm256_loadu_ps(wi + r * ldw + j), xv, a[r]);
-    }
-    alignas(32) float s[8];
-    _mm256_store_ps(s, sum_lanes8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
-    for (int64_t j = kv; j < k; ++j)
-      for (int r = 0; r < 8; ++r) s[r] += wi[r * ldw + j] * x[j];
-    for (int r = 0; r < 8; ++r) c[(i + r) * ldc] += alpha * s[r];
-  }
-  for (; i < n; ++i) {
-    const float* wi = w + i * ldw;
-    __m256 a = _mm256_setzero_ps();
-    for (int64_t j = 0; j < kv; j += 8)
-      a = _mm256_fmadd_ps(_mm256_loadu_ps(wi + j), _mm256_loadu_ps(x + j), a);
-    alignas(32) float l[8];
-    _mm256_store_ps(l, a);
-    float s = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-    for (int64_t j = kv; j < k; ++j) s += wi[j] * x[j];
-    c[i * ldc] += alpha * s;
-  }
-}
-#else
-constexpr int64_t kSmallGemv = 0;  // without AVX2 and FMA every product goes to OpenBLAS
-void gemv_rows(int64_t, int64_t, float, const float*, int64_t, const float*, float*, int64_t) {}
-#endif
 
 // Products at least this large (multiply-adds) and this wide, called outside a parallel job, are
 // split by columns across the cores: each part packs only its columns of b, so a wide weight
@@ -115,7 +70,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   }
   if (m == 1 && k > 0) {  // c (1,N) = a (1,K) op(b): c^T = op(b)^T a^T
     const int64_t a_step = ta ? lda : 1;
-    if (tb && a_step == 1 && n * k <= kSmallGemv) return gemv_rows(n, k, alpha, b, ldb, a, c, 1);
+    if (auto gemv = small_gemv(n * k); tb && a_step == 1 && gemv)
+      return gemv(n, k, alpha, b, ldb, a, c, 1);
     if (tb)  // b is (N,K): c = b a
       cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)n, (blasint)k, alpha, b, (blasint)ldb, a,
                   (blasint)a_step, beta, c, 1);
@@ -126,7 +82,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   }
   if (n == 1 && k > 0) {  // c (M,1) = op(a) b (K,1)
     const int64_t b_step = tb ? 1 : ldb;
-    if (!ta && b_step == 1 && m * k <= kSmallGemv) return gemv_rows(m, k, alpha, a, lda, b, c, ldc);
+    if (auto gemv = small_gemv(m * k); !ta && b_step == 1 && gemv)
+      return gemv(m, k, alpha, a, lda, b, c, ldc);
     if (ta)  // a is (K,M): c = a^T b
       cblas_sgemv(CblasRowMajor, CblasTrans, (blasint)k, (blasint)m, alpha, a, (blasint)lda, b,
                   (blasint)b_step, beta, c, (blasint)ldc);

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "tapestry/core/packed.h"
 #include "tapestry/models/decode.h"
 #include "tapestry/models/seq2seq.h"
 
@@ -140,10 +141,10 @@ TEST_CASE("weight packs kept across calls give what a fresh call gives, and foll
   };
   const auto fresh = greedy_decode(model, batch);
   same(greedy_decode(model, batch, kept), fresh);
-  REQUIRE(packs.size() > 0);
-  same(greedy_decode(model, batch, kept), fresh);  // the packs of the first call, reused
-  sharpen(model);                                  // the weights change...
-  packs.invalidate();                              // ...and the caller says so
+  REQUIRE((packs.size() > 0) == packed_kernel_available());  // none for the portable kernels
+  same(greedy_decode(model, batch, kept), fresh);            // the packs of the first call, reused
+  sharpen(model);                                            // the weights change...
+  packs.invalidate();                                        // ...and the caller says so
   same(greedy_decode(model, batch, kept), greedy_decode(model, batch));
 }
 

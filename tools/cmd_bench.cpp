@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "tapestry/core/blas.h"
+#include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/memory.h"
 #include "tapestry/core/packed.h"
 #include "tapestry/core/parallel.h"
@@ -353,20 +354,23 @@ int cmd_bench(const Args& args) {
   Trainer trainer(model, topt);
   const int64_t n_params = model.num_parameters();
   const int blas_threads = blas::threads(), threads = parallel_threads();
+  const std::string kernel_set(cpu::capability_name(cpu::kernels().capability));
   if (transformer)
     fmt::print(
-        "# tapestry  threads={} blas_threads={} blas_core={}  config={} Vsrc={} Vtgt={} d={} "
+        "# tapestry  threads={} blas_threads={} blas_core={} kernels={}  config={} Vsrc={} Vtgt={} "
+        "d={} "
         "layers={}+{} heads={} ffn={} dropout={} B={} S={} T={} params={}\n",
-        threads, blas_threads, blas::core_name(), set.config, s.source_vocab(), s.target_vocab(),
-        s.d_model, s.enc_layers, s.dec_layers, s.heads, s.ffn, s.dropout, s.batch, s.src_len,
-        s.tgt_len, n_params);
+        threads, blas_threads, blas::core_name(), kernel_set, set.config, s.source_vocab(),
+        s.target_vocab(), s.d_model, s.enc_layers, s.dec_layers, s.heads, s.ffn, s.dropout, s.batch,
+        s.src_len, s.tgt_len, n_params);
   else
     fmt::print(
-        "# tapestry  threads={} blas_threads={} blas_core={}  config={} V={} E={} H={} A={} B={} "
+        "# tapestry  threads={} blas_threads={} blas_core={} kernels={}  config={} V={} E={} H={} "
+        "A={} B={} "
         "S={} T={} "
         "bidir={} proj=batched params={}\n",
-        threads, blas_threads, blas::core_name(), set.config, s.vocab, s.emb, s.hidden, s.attn,
-        s.batch, s.src_len, s.tgt_len, s.bidir ? "True" : "False", n_params);
+        threads, blas_threads, blas::core_name(), kernel_set, set.config, s.vocab, s.emb, s.hidden,
+        s.attn, s.batch, s.src_len, s.tgt_len, s.bidir ? "True" : "False", n_params);
   std::fflush(stdout);
 
   std::vector<double> losses, times;
@@ -407,6 +411,7 @@ int cmd_bench(const Args& args) {
   res["threads"] = threads;
   res["blas_threads"] = blas_threads;
   res["blas_core"] = blas::core_name();
+  res["kernels"] = kernel_set;
   if (transformer) {
     res["src_vocab"] = s.source_vocab();
     res["tgt_vocab"] = s.target_vocab();

@@ -1,0 +1,55 @@
+// The hot loops compiled once per vector width (AVX-512, AVX2, portable) and the table of them
+// chosen at start-up from the CPU's features, or forced with TAPESTRY_KERNELS.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace tapestry::cpu {
+
+// What a set of kernels needs of the CPU, from the most to the least.
+//   avx512:   AVX-512 F, BW, DQ, VL with AVX2 and FMA (x86-64-v4): 16 floats per register.
+//   avx2:     AVX2 and FMA (x86-64-v3): 8 floats per register.
+//   portable: plain loops, the reference the others are tested against; any CPU.
+enum class Capability { portable, avx2, avx512 };
+
+std::string_view capability_name(Capability c);
+
+// The kernels of one capability. Each is compiled from core/cpu_kernels_body.inc with that
+// capability's instruction set, so one build carries all three and runs on any x86-64 CPU.
+struct Kernels {
+  Capability capability;
+  // Panels [p0, p1) of c (M,N) = (a (M,K) W^T + beta c) + bias, W packed as PackedMatrix
+  // describes (panels of 16 rows of W, k-major, panel p at panels + p*K*16); lda, ldc are row
+  // strides; bias (N) may be null; beta = 0 never reads c. Every element is the same chain of
+  // fused multiply-adds in every capability (over each block of 512 k in order, the blocks added
+  // in order, then beta c, then the bias), so all three give the same bits.
+  void (*panels_product)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                         const float* panels, int64_t p0, int64_t p1, float beta, const float* bias,
+                         float* c, int64_t ldc);
+  // W (N,K) row-major into panels of 16 rows (rows past N are zero), as panels_product reads it.
+  void (*pack_panels)(const float* w, int64_t n, int64_t k, float* panels);
+  // c[i*ldc] += alpha * dot(row i of w (N,K), x) for each of the N rows, row stride ldw: a
+  // matrix-vector product for sizes where OpenBLAS's call overhead dominates. The sums' order
+  // differs between capabilities (the width of the lanes).
+  void (*gemv_rows)(int64_t n, int64_t k, float alpha, const float* w, int64_t ldw, const float* x,
+                    float* c, int64_t ldc);
+};
+
+// Whether this CPU can run the kernels of c.
+bool cpu_supports(Capability c);
+
+// The kernels of c, or null where this CPU cannot run them (or the build lacks them: on a CPU
+// other than x86-64 only portable exists).
+const Kernels* kernels_for(Capability c);
+
+// The kernels in use: the best this CPU supports, unless TAPESTRY_KERNELS names another
+// (avx512, avx2 or portable; chosen once, at the first call). A name that is not one of those, or
+// one this CPU cannot run, throws ValueError naming the variable and the value.
+const Kernels& kernels();
+
+// The capability TAPESTRY_KERNELS's value `name` asks for; throws ValueError for any other
+// name, or for one this CPU cannot run.
+Capability parse_capability(std::string_view name);
+
+}  // namespace tapestry::cpu
