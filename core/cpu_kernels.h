@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "tapestry/core/vector_loops.h"
+
 namespace tapestry::cpu {
 
 // What a set of kernels needs of the CPU, from the most to the least.
@@ -34,6 +36,23 @@ struct Kernels {
   // differs between capabilities (the width of the lanes).
   void (*gemv_rows)(int64_t n, int64_t k, float alpha, const float* w, int64_t ldw, const float* x,
                     float* c, int64_t ldc);
+
+  // The elementwise loops of core/vector_loops.h in float, each as described there. Their sums
+  // and fused multiply-adds differ between capabilities in the last bits.
+  void (*exp)(const float* x, float* y, int64_t n);      // y = e^x; y may be x
+  void (*tanh)(const float* x, float* y, int64_t n);     // y = tanh x
+  void (*sigmoid)(const float* x, float* y, int64_t n);  // y = 1 / (1 + e^-x)
+  float (*max_value)(const float* x, int64_t n);
+  float (*softmax_rest)(const float* x, int64_t n, float m);
+  void (*softmax_grad)(const float* z, float* d, int64_t n, float m, float r, float g, float u);
+  void (*tanh_of_sum)(const float* p, const float* q, float* y, int64_t n);
+  float (*tanh_dot)(const float* p, const float* q, const float* v, int64_t n);
+  void (*gru_row)(const float* x, const float* w, const float* bias, const float* h, float* r,
+                  float* z, float* n, float* ghn, float* y, int64_t hs);
+  void (*lstm_row)(const float* x, const float* w, const float* bias, const float* c, float* g,
+                   float* c2, float* h2, int64_t hs);
+  void (*adam_update)(float* x, const float* dx, float* m, float* v, int64_t n,
+                      const loops::AdamScalars<float>& k);
 };
 
 // Whether this CPU can run the kernels of c.

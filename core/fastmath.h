@@ -3,17 +3,20 @@
 // keeps the C library's functions, which the gradient checks rely on.
 #pragma once
 
-#include <bit>
-#include <cmath>
 #include <cstdint>
+
+// Always inlined: core/cpu_kernels_body.inc compiles these loops once per instruction set, and an
+// out-of-line copy could be the one the linker keeps for every caller. For the same reason the
+// functions below call the compiler's builtins, never an inline function of the C++ library.
+#define TAPESTRY_LOOP [[gnu::always_inline]] inline
 
 namespace tapestry::fastmath {
 
 // e^x = 2^n e^r with n = round(x / ln 2) and |r| <= ln2 / 2; e^r by its Taylor series to r^7
 // (remainder below 3e-9), 2^n built from the exponent bits. x must lie in [-87, 88], where the
 // result is a normal float.
-inline float exp_in_range(float x) {
-  const float n = std::nearbyint(x * 1.44269504088896341f);
+TAPESTRY_LOOP float exp_in_range(float x) {
+  const float n = __builtin_nearbyintf(x * 1.44269504088896341f);
   // ln 2 split into a part exact in float and the rest, so r keeps its low bits.
   const float r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
   float p = 1.0f / 5040;
@@ -25,12 +28,12 @@ inline float exp_in_range(float x) {
   p = p * r + 1.0f;
   p = p * r + 1.0f;
   const auto bits = static_cast<int32_t>(n + 127.0f) << 23;
-  return p * std::bit_cast<float>(bits);
+  return p * __builtin_bit_cast(float, bits);
 }
 
 // e^x, x clamped to [-87, 88] first. The clamps compare with x second, so a NaN passes through
 // them: exp(NaN) is NaN, and a diverged model's loss is not made finite.
-inline float exp(float x) {
+TAPESTRY_LOOP float exp(float x) {
   x = -87.0f > x ? -87.0f : x;
   x = 88.0f < x ? 88.0f : x;
   return exp_in_range(x);
@@ -39,8 +42,8 @@ inline float exp(float x) {
 // tanh x: the odd Taylor series to x^9 for |x| < 0.3 (remainder below 6e-8 relative), otherwise
 // sign(x) (1 - 2 / (e^{2|x|} + 1)); |x| is clamped at 10, beyond which tanh rounds to 1 in float
 // (and 2|x| stays inside exp_in_range).
-inline float tanh(float x) {
-  float a = std::fabs(x);
+TAPESTRY_LOOP float tanh(float x) {
+  float a = __builtin_fabsf(x);
   a = 10.0f < a ? 10.0f : a;  // min(10, a): NaN passes
   const float x2 = x * x;
   float p = 62.0f / 2835;
@@ -48,12 +51,12 @@ inline float tanh(float x) {
   p = p * x2 + 2.0f / 15;
   p = p * x2 - 1.0f / 3;
   const float small = x + x * x2 * p;
-  const float large = std::copysign(1.0f - 2.0f / (exp_in_range(2.0f * a) + 1.0f), x);
+  const float large = __builtin_copysignf(1.0f - 2.0f / (exp_in_range(2.0f * a) + 1.0f), x);
   return a < 0.3f ? small : large;
 }
 
 // 1 / (1 + e^{-x}); e^{-x} is clamped by exp, so the result is exact 0 or 1 only in the far tails.
-inline float sigmoid(float x) {
+TAPESTRY_LOOP float sigmoid(float x) {
   return 1.0f / (1.0f + exp(-x));
 }
 

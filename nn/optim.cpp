@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/parallel.h"
 
 namespace tapestry::nn {
@@ -212,31 +213,15 @@ void SGD::step() {
 
 namespace {
 
-template <class T>
-struct AdamScalars {
-  T b1, b2, c1, c2, eps, wd, keep, ss, bcs;
-};
+using loops::AdamScalars;
 
-// The update on n elements; restrict pointers and no branch in the common loop, so it vectorises.
+// Adam's update on n elements (core/vector_loops.h): in float through the kernels in use.
 template <class T>
-void adam_update(T* __restrict x, const T* __restrict dx, T* __restrict m, T* __restrict v,
-                 int64_t n, const AdamScalars<T>& k) {
-  if (k.keep == T(1) && k.wd == T(0)) {
-    for (int64_t j = 0; j < n; ++j) {
-      const T g = dx[j];
-      m[j] = k.b1 * m[j] + k.c1 * g;
-      v[j] = k.b2 * v[j] + k.c2 * g * g;
-      x[j] -= k.ss * (m[j] / (std::sqrt(v[j]) / k.bcs + k.eps));
-    }
-    return;
-  }
-  for (int64_t j = 0; j < n; ++j) {
-    x[j] *= k.keep;
-    const T g = dx[j] + k.wd * x[j];
-    m[j] = k.b1 * m[j] + k.c1 * g;
-    v[j] = k.b2 * v[j] + k.c2 * g * g;
-    x[j] -= k.ss * (m[j] / (std::sqrt(v[j]) / k.bcs + k.eps));
-  }
+void adam_step(T* x, const T* dx, T* m, T* v, int64_t n, const AdamScalars<T>& k) {
+  if constexpr (std::is_same_v<T, float>)
+    cpu::kernels().adam_update(x, dx, m, v, n, k);
+  else
+    loops::adam_update(x, dx, m, v, n, k);
 }
 
 }  // namespace
@@ -286,8 +271,8 @@ void Adam::step() {
         k.ss = static_cast<T>(step_size), k.bcs = static_cast<T>(bc2_sqrt);
         const int64_t n = p.numel();
         const int64_t begin = n * h / halves, end = n * (h + 1) / halves;
-        adam_update(p.value.data<T>() + begin, p.grad.data<T>() + begin,
-                    slot(0, i).data<T>() + begin, slot(1, i).data<T>() + begin, end - begin, k);
+        adam_step(p.value.data<T>() + begin, p.grad.data<T>() + begin, slot(0, i).data<T>() + begin,
+                  slot(1, i).data<T>() + begin, end - begin, k);
       });
     }
   });

@@ -40,7 +40,7 @@ void additive_scores_backward(Tape& tape, const Node& n) {
         const T g = de[i * s + j];
         const T* pr = pp + (i * s + j) * a;
         const T* qr = pq + i * a;
-        for (int64_t k = 0; k < a; ++k) row[k] = detail::tanh(pr[k] + qr[k]);
+        detail::tanh_of_sum(pr, qr, row, a);
         for (int64_t k = 0; k < a; ++k) dpre[k] = g * pv[k] * (T(1) - row[k] * row[k]);
         if (pdp) {
           T* d = pdp + (i * s + j) * a;
@@ -59,24 +59,12 @@ TAPESTRY_OP(kAdditiveScores, "additive_scores", additive_scores_backward,
             "dv += sum de t");
 
 namespace {
-// e[i,j] = v . tanh(p[i,j,:] + q[i,:]) in one pass over each row, in the lanes of detail::dot
-// (the same order, so the same result as tanh then dot).
+// e[i,j] = v . tanh(p[i,j,:] + q[i,:]), each in one pass over its row (detail::tanh_dot).
 template <class T>
 void additive_rows(const T* pp, const T* pq, const T* pv, T* pe, int64_t b, int64_t s, int64_t a) {
-  constexpr int kLanes = 64 / sizeof(T);
-  const int64_t full = a / kLanes * kLanes;
   for (int64_t i = 0; i < b; ++i)
-    for (int64_t j = 0; j < s; ++j) {
-      const T* __restrict pr = pp + (i * s + j) * a;
-      const T* __restrict qr = pq + i * a;
-      T acc[kLanes] = {};
-      for (int64_t k = 0; k < full; k += kLanes)
-        for (int u = 0; u < kLanes; ++u) acc[u] += pv[k + u] * detail::tanh(pr[k + u] + qr[k + u]);
-      T sum = 0;
-      for (int u = 0; u < kLanes; ++u) sum += acc[u];
-      for (int64_t k = full; k < a; ++k) sum += pv[k] * detail::tanh(pr[k] + qr[k]);
-      pe[i * s + j] = sum;
-    }
+    for (int64_t j = 0; j < s; ++j)
+      pe[i * s + j] = detail::tanh_dot(pp + (i * s + j) * a, pq + i * a, pv, a);
 }
 }  // namespace
 

@@ -7,10 +7,11 @@
 #include <limits>
 #include <type_traits>
 
-#include "tapestry/core/fastmath.h"
+#include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/scratch.h"
 #include "tapestry/core/tape.h"
 #include "tapestry/core/tensor.h"
+#include "tapestry/core/vector_loops.h"
 
 namespace tapestry::ops::detail {
 
@@ -45,94 +46,66 @@ void for_each_broadcast(const Shape& out, const Shape& a, const Shape& b, F&& f)
   }
 }
 
-// exp, tanh and sigmoid for the kernels: the vectorisable fast versions in float32, the C
-// library's in float64 (where gradient checks need every digit).
+// exp, tanh, sigmoid and dot one element or row at a time, compiled where they are used
+// (core/vector_loops.h).
+using loops::dot;
+using loops::exp;
+using loops::sigmoid;
+using loops::tanh;
+
+// A row's maximum and softmax normaliser (core/vector_loops.h): in float through the kernels of
+// the CPU in use (core/cpu_kernels.h), in double directly.
 template <class T>
-T exp(T x) {
+T max_value(const T* x, int64_t n) {
   if constexpr (std::is_same_v<T, float>)
-    return fastmath::exp(x);
+    return cpu::kernels().max_value(x, n);
   else
-    return std::exp(x);
+    return loops::max_value(x, n);
 }
 template <class T>
-T tanh(T x) {
+T softmax_rest(const T* x, int64_t n, T m) {
   if constexpr (std::is_same_v<T, float>)
-    return fastmath::tanh(x);
+    return cpu::kernels().softmax_rest(x, n, m);
   else
-    return std::tanh(x);
-}
-template <class T>
-T sigmoid(T x) {
-  if constexpr (std::is_same_v<T, float>) {
-    return fastmath::sigmoid(x);
-  } else {  // exp of a non-positive number only, so large |x| neither overflows nor loses digits
-    if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-    const T e = std::exp(x);
-    return e / (T(1) + e);
-  }
+    return loops::softmax_rest(x, n, m);
 }
 
-// sum_i a[i] b[i] over independent lanes, which vectorise (a plain running sum is one dependent
-// chain the compiler may not reorder); the lanes are added in a fixed order, so the result is
-// deterministic.
+// The fused rows of the ops (core/vector_loops.h), dispatched the same way.
 template <class T>
-T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
-  constexpr int kLanes = 64 / sizeof(T);
-  T acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int u = 0; u < kLanes; ++u) acc[u] += a[i + u] * b[i + u];
-  T sum = 0;
-  for (int u = 0; u < kLanes; ++u) sum += acc[u];
-  for (; i < n; ++i) sum += a[i] * b[i];
-  return sum;
+void softmax_grad(const T* z, T* d, int64_t n, T m, T r, T g, T u) {
+  if constexpr (std::is_same_v<T, float>)
+    cpu::kernels().softmax_grad(z, d, n, m, r, g, u);
+  else
+    loops::softmax_grad(z, d, n, m, r, g, u);
 }
-
-// max_i x[i] over independent lanes, which vectorise (-inf for n = 0; NaNs are skipped here and
-// caught by softmax_rest).
 template <class T>
-T max_value(const T* __restrict x, int64_t n) {
-  constexpr int kLanes = 64 / sizeof(T);
-  const int64_t full = n / kLanes * kLanes;
-  T lane[kLanes];
-  for (int u = 0; u < kLanes; ++u) lane[u] = -std::numeric_limits<T>::infinity();
-  for (int64_t i = 0; i < full; i += kLanes)
-    for (int u = 0; u < kLanes; ++u) lane[u] = x[i + u] > lane[u] ? x[i + u] : lane[u];
-  T m = -std::numeric_limits<T>::infinity();
-  for (int u = 0; u < kLanes; ++u) m = lane[u] > m ? lane[u] : m;
-  for (int64_t i = full; i < n; ++i) m = x[i] > m ? x[i] : m;
-  return m;
+void tanh_of_sum(const T* p, const T* q, T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    cpu::kernels().tanh_of_sum(p, q, y, n);
+  else
+    loops::tanh_of_sum(p, q, y, n);
 }
-
-// A softmax's normaliser around its maximum m = max_value(x, n), as rest = sum_i e^(x_i - m) - 1:
-// the terms below m are summed in lanes (added in a fixed order), the ones equal to m counted
-// apart, each exactly 1. logsumexp(x) = m + log1p(rest) then keeps a confident row's digits (a
-// loss of 1e-13 beside logits of 30) that m + log(1 + rest) would round away.
 template <class T>
-T softmax_rest(const T* __restrict x, int64_t n, T m) {
-  constexpr int kLanes = 64 / sizeof(T);
-  // With m finite, x_i = m exactly where x_i - m = 0 (no flush-to-zero, no -ffinite-math-only),
-  // and e^0 = 1 exactly (float's fast exp too), so subtracting `one` drops a maximum's term
-  // without a branch and with the same result. GCC does not vectorise the loop when exp sits
-  // under a select on x_i == m (it kept the exp's clamps as jumps, about 9x slower). An infinite
-  // m (a row of -inf, or a +inf logit) takes the plain loop below.
-  const int64_t full = std::isfinite(m) ? n / kLanes * kLanes : 0;
-  T lane[kLanes] = {}, count[kLanes] = {};
-  // A NaN (never equal to m) reaches exp and makes the result NaN, as it should.
-  for (int64_t i = 0; i < full; i += kLanes)
-    for (int u = 0; u < kLanes; ++u) {
-      const T d = x[i + u] - m;
-      const T one = d == T(0) ? T(1) : T(0);
-      lane[u] += exp(d) - one;
-      count[u] += one;
-    }
-  T rest = 0, maxima = 0;
-  for (int u = 0; u < kLanes; ++u) rest += lane[u], maxima += count[u];
-  for (int64_t i = full; i < n; ++i) {
-    rest += x[i] == m ? T(0) : exp(x[i] - m);
-    maxima += x[i] == m ? T(1) : T(0);
-  }
-  return rest + (maxima - 1);
+T tanh_dot(const T* p, const T* q, const T* v, int64_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    return cpu::kernels().tanh_dot(p, q, v, n);
+  else
+    return loops::tanh_dot(p, q, v, n);
+}
+template <class T>
+void gru_row(const T* x, const T* w, const T* bias, const T* h, T* r, T* z, T* n, T* ghn, T* y,
+             int64_t hs) {
+  if constexpr (std::is_same_v<T, float>)
+    cpu::kernels().gru_row(x, w, bias, h, r, z, n, ghn, y, hs);
+  else
+    loops::gru_row(x, w, bias, h, r, z, n, ghn, y, hs);
+}
+template <class T>
+void lstm_row(const T* x, const T* w, const T* bias, const T* c, T* g, T* c2, T* h2, int64_t hs) {
+  if constexpr (std::is_same_v<T, float>)
+    cpu::kernels().lstm_row(x, w, bias, c, g, c2, h2, hs);
+  else
+    loops::lstm_row(x, w, bias, c, g, c2, h2, hs);
 }
 
 // A per-thread buffer of at least n elements for a kernel's temporaries (core/scratch.h); `slot`

@@ -92,10 +92,9 @@ void cross_entropy_backward(Tape& tape, const Node& n) {
       const int64_t row = static_cast<int64_t>(i) * v;
       const T m = pl[2 * i], r = pl[2 * i + 1];
       const int64_t t = targets[i];
-      for (int64_t j = 0; j < t; ++j) d[row + j] += g * (detail::exp((pz[row + j] - m) - r) - u);
+      detail::softmax_grad(pz + row, d + row, t, m, r, g, u);
       d[row + t] += g * (std::expm1((pz[row + t] - m) - r) + keep);
-      for (int64_t j = t + 1; j < v; ++j)
-        d[row + j] += g * (detail::exp((pz[row + j] - m) - r) - u);
+      detail::softmax_grad(pz + row + t + 1, d + row + t + 1, v - t - 1, m, r, g, u);
     }
   });
 }

@@ -7,19 +7,6 @@ namespace tapestry::ops {
 
 namespace {
 
-// The GRU step's elementwise work on one row, split into loops over distinct arrays (restrict)
-// so each vectorises.
-template <class T>
-void gru_row(const T* __restrict x, const T* __restrict w, const T* __restrict bias,
-             const T* __restrict h, T* __restrict r, T* __restrict z, T* __restrict n,
-             T* __restrict ghn, T* __restrict y, int64_t hs) {
-  for (int64_t j = 0; j < hs; ++j) r[j] = detail::sigmoid(x[j] + w[j] + bias[j]);
-  for (int64_t j = 0; j < hs; ++j) z[j] = detail::sigmoid(x[hs + j] + w[hs + j] + bias[hs + j]);
-  for (int64_t j = 0; j < hs; ++j) ghn[j] = w[2 * hs + j] + bias[2 * hs + j];
-  for (int64_t j = 0; j < hs; ++j) n[j] = detail::tanh(x[2 * hs + j] + r[j] * ghn[j]);
-  for (int64_t j = 0; j < hs; ++j) y[j] = n[j] + z[j] * (h[j] - n[j]);
-}
-
 // Checks gx and hw are (B,G*H), b_hh is (G*H) and s is (B,H).
 void check_cell(const char* op, int gates, const Var& gx, const Var& hw, const Var& b,
                 const Var& s) {
@@ -120,8 +107,8 @@ Var gru_cell(const Var& gx, const Var& hw, const Var& b_hh, const Var& h) {
     T* pn = ghn.data<T>();
     for (int64_t i = 0; i < b; ++i) {
       T* r = pg + i * g3;
-      gru_row(px + i * g3, pw + i * g3, pb, ph + i * hs, r, r + hs, r + 2 * hs, pn + i * hs,
-              py + i * hs, hs);
+      detail::gru_row(px + i * g3, pw + i * g3, pb, ph + i * hs, r, r + hs, r + 2 * hs, pn + i * hs,
+                      py + i * hs, hs);
     }
   });
   Tape* tape = recording_tape({&gx, &hw, &b_hh, &h});
@@ -198,19 +185,7 @@ Var lstm_cell(const Var& gx, const Var& hw, const Var& b_hh, const Var& c) {
     T* pg = gates.data<T>();
     for (int64_t i = 0; i < b; ++i) {
       T* g = pg + i * g4;
-      for (int64_t j = 0; j < g4; ++j) g[j] = px[i * g4 + j] + pw[i * g4 + j] + pb[j];
-      for (int64_t j = 0; j < hs; ++j) g[j] = detail::sigmoid(g[j]);        // i
-      for (int64_t j = hs; j < 2 * hs; ++j) g[j] = detail::sigmoid(g[j]);   // f
-      for (int64_t j = 2 * hs; j < 3 * hs; ++j) g[j] = detail::tanh(g[j]);  // u
-      for (int64_t j = 3 * hs; j < g4; ++j) g[j] = detail::sigmoid(g[j]);   // o
-      for (int64_t j = 0; j < hs; ++j) {
-        const int64_t k = i * hs + j;
-        c2[k] = g[hs + j] * pc[k] + g[j] * g[2 * hs + j];
-      }
-      for (int64_t j = 0; j < hs; ++j) {
-        const int64_t k = i * hs + j;
-        h2[k] = g[3 * hs + j] * detail::tanh(c2[k]);
-      }
+      detail::lstm_row(px + i * g4, pw + i * g4, pb, pc + i * hs, g, c2 + i * hs, h2 + i * hs, hs);
     }
   });
   Tape* tape = recording_tape({&gx, &hw, &b_hh, &c});

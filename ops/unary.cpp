@@ -9,10 +9,18 @@ namespace tapestry::ops {
 
 namespace {
 
-// y[i] = f(x[i])
+// One of the kernels' float array loops (core/cpu_kernels.h), e.g. &cpu::Kernels::exp.
+using ArrayLoop = void (*)(const float*, float*, int64_t);
+using ArrayKernel = ArrayLoop cpu::Kernels::*;
+
+// y[i] = f(x[i]); in float through `fast` of the kernels in use when given.
 template <class F>
-Tensor map(const Tensor& x, F f) {
+Tensor map(const Tensor& x, F f, ArrayKernel fast = nullptr) {
   Tensor y = Tensor::empty(x.shape(), x.dtype());
+  if (fast && x.dtype() == DType::f32) {
+    (cpu::kernels().*fast)(x.data<float>(), y.data<float>(), x.numel());
+    return y;
+  }
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
@@ -56,7 +64,10 @@ void exp_backward(Tape& tape, const Node& n) {
 TAPESTRY_OP(kExp, "exp", exp_backward, "y = exp(x);  dx += dy * y");
 
 Var exp(const Var& x) {
-  return record(kExp, map(x.value(), [](auto v) { return detail::exp(v); }), x, false);
+  return record(kExp,
+                map(
+                    x.value(), [](auto v) { return detail::exp(v); }, &cpu::Kernels::exp),
+                x, false);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -110,7 +121,10 @@ void tanh_backward(Tape& tape, const Node& n) {
 TAPESTRY_OP(kTanh, "tanh", tanh_backward, "y = tanh(x);  dx += dy * (1 - y*y)");
 
 Var tanh(const Var& x) {
-  return record(kTanh, map(x.value(), [](auto v) { return detail::tanh(v); }), x, false);
+  return record(kTanh,
+                map(
+                    x.value(), [](auto v) { return detail::tanh(v); }, &cpu::Kernels::tanh),
+                x, false);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -123,7 +137,10 @@ TAPESTRY_OP(kSigmoid, "sigmoid", sigmoid_backward,
             "y = 1 / (1 + exp(-x));  dx += dy * y * (1 - y)");
 
 Var sigmoid(const Var& x) {
-  return record(kSigmoid, map(x.value(), [](auto v) { return detail::sigmoid(v); }), x, false);
+  return record(kSigmoid,
+                map(
+                    x.value(), [](auto v) { return detail::sigmoid(v); }, &cpu::Kernels::sigmoid),
+                x, false);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // The kernels of every capability this CPU can run (AVX-512, AVX2, portable) against plain loops
-// in double, and against each other: the packed products give the same bits in every capability.
+// in double: the packed products give the same bits in every capability, the elementwise loops
+// stay within the fast functions' bounds.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -180,6 +181,167 @@ TEST_CASE("every capability's matrix-vector kernel matches a plain loop in doubl
           INFO(cpu::capability_name(kern->capability) << " n " << n << " k " << k << " row " << i);
           REQUIRE(std::abs(c[i * ldc] - (c0[i * ldc] + alpha * dot)) <= 1e-6 * (1 + double(k)));
           for (int64_t j = 1; j < ldc; ++j) REQUIRE(c[i * ldc + j] == c0[i * ldc + j]);
+        }
+      }
+    }
+}
+
+namespace {
+
+// Distance in units in the last place between two finite floats of the same sign.
+int64_t ulps(float a, float b) {
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  return std::abs(static_cast<int64_t>(ia) - ib);
+}
+
+// Every float in [lo, hi] with a relative step of 1e-5 (1e-9 near zero), as test_fastmath sweeps
+// the scalar functions; about 3 million points, so every vector tail and lane is met.
+std::vector<float> sweep(float lo, float hi) {
+  std::vector<float> xs;
+  for (float x = lo; x < hi;) {
+    xs.push_back(x);
+    const float step = std::fabs(x) > 1e-4f ? std::fabs(x) * 1e-5f : 1e-9f;
+    x = std::nextafter(x + step, hi + 1);
+  }
+  return xs;
+}
+
+// Lengths that cover empty, scalar tails, one and several vectors of 8 and 16, and long rows.
+constexpr int64_t kLengths[] = {0, 1, 7, 8, 15, 16, 17, 33, 64, 100, 1000};
+
+}  // namespace
+
+TEST_CASE("every capability's exp, tanh and sigmoid keep the fast functions' ulp bounds",
+          "[cpu_kernels]") {
+  const auto wide = sweep(-87.0f, 88.0f), mid = sweep(-20.0f, 20.0f), sig = sweep(-80.0f, 80.0f);
+  for (const cpu::Kernels* kern : runnable()) {
+    INFO(cpu::capability_name(kern->capability));
+    std::vector<float> y(wide.size());
+    kern->exp(wide.data(), y.data(), static_cast<int64_t>(wide.size()));
+    int64_t worst = 0;
+    for (size_t i = 0; i < wide.size(); ++i) worst = std::max(worst, ulps(y[i], std::exp(wide[i])));
+    CHECK(worst <= 2);
+    y.assign(mid.size(), 0.0f);
+    kern->tanh(mid.data(), y.data(), static_cast<int64_t>(mid.size()));
+    worst = 0;
+    for (size_t i = 0; i < mid.size(); ++i)
+      if (std::tanh(mid[i]) != 0) worst = std::max(worst, ulps(y[i], std::tanh(mid[i])));
+    CHECK(worst <= 4);
+    y.assign(sig.size(), 0.0f);
+    kern->sigmoid(sig.data(), y.data(), static_cast<int64_t>(sig.size()));
+    worst = 0;
+    for (size_t i = 0; i < sig.size(); ++i) {
+      const auto exact = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(sig[i]))));
+      if (exact > 1e-37f) worst = std::max(worst, ulps(y[i], exact));
+    }
+    CHECK(worst <= 3);
+    // In place, and NaN through.
+    std::vector<float> x = {0.0f, -1e-30f, 30.0f, std::nanf("")};
+    kern->tanh(x.data(), x.data(), 4);
+    CHECK(x[0] == 0.0f);
+    CHECK(x[1] == -1e-30f);
+    CHECK(x[2] == 1.0f);
+    CHECK(std::isnan(x[3]));
+  }
+}
+
+TEST_CASE("every capability's softmax rows match double loops", "[cpu_kernels]") {
+  Rng rng(11);
+  for (int64_t n : kLengths) {
+    auto x = random_floats(static_cast<size_t>(n), rng);
+    for (auto& v : x) v *= 12.0f;
+    if (n > 3) x[3] = x[1];  // a tie somewhere
+    double mx = -INFINITY;
+    for (float v : x) mx = std::max(mx, double(v));
+    for (const cpu::Kernels* kern : runnable()) {
+      INFO(cpu::capability_name(kern->capability) << " n " << n);
+      const float m = kern->max_value(x.data(), n);
+      REQUIRE(double(m) == mx);  // the maximum is exact
+      if (n == 0) continue;
+      double rest = -1;
+      for (float v : x) rest += std::exp(double(v) - m);
+      const float got = kern->softmax_rest(x.data(), n, m);
+      REQUIRE(std::abs(got - rest) <= 1e-6 * (1 + rest));
+      // softmax_grad adds g (p - u) with p from m and r = log1p(rest).
+      const float r = std::log1p(got), g = 0.25f, u = 0.01f;
+      std::vector<float> d(static_cast<size_t>(n), 1.0f);
+      kern->softmax_grad(x.data(), d.data(), n, m, r, g, u);
+      for (int64_t j = 0; j < n; ++j)
+        REQUIRE(std::abs(d[j] - (1.0 + g * (std::exp(double(x[j]) - m - r) - u))) <= 1e-6);
+    }
+  }
+}
+
+TEST_CASE("every capability's attention and recurrent rows match double loops", "[cpu_kernels]") {
+  Rng rng(13);
+  for (int64_t n : kLengths) {
+    const auto p = random_floats(static_cast<size_t>(4 * n), rng);
+    const auto q = random_floats(static_cast<size_t>(4 * n), rng);
+    const auto v = random_floats(static_cast<size_t>(4 * n), rng);
+    const auto h = random_floats(static_cast<size_t>(n), rng);
+    const std::vector<double> pd(p.begin(), p.end()), qd(q.begin(), q.end()),
+        vd(v.begin(), v.end()), hd(h.begin(), h.end());
+    // Double references through the same loops.
+    const double dot = loops::tanh_dot(pd.data(), qd.data(), vd.data(), n);
+    std::vector<double> gr(static_cast<size_t>(3 * n)), ghn(n), gy(n), lg(4 * n), lc(n), lh(n);
+    loops::gru_row(pd.data(), qd.data(), vd.data(), hd.data(), gr.data(), gr.data() + n,
+                   gr.data() + 2 * n, ghn.data(), gy.data(), n);
+    loops::lstm_row(pd.data(), qd.data(), vd.data(), hd.data(), lg.data(), lc.data(), lh.data(), n);
+    auto near = [](const std::vector<float>& got, const std::vector<double>& want) {
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::abs(got[i] - want[i]) <= 2e-6);
+    };
+    for (const cpu::Kernels* kern : runnable()) {
+      INFO(cpu::capability_name(kern->capability) << " n " << n);
+      REQUIRE(std::abs(kern->tanh_dot(p.data(), q.data(), v.data(), n) - dot) <= 1e-6 * (1 + n));
+      std::vector<float> t(static_cast<size_t>(n));
+      kern->tanh_of_sum(p.data(), q.data(), t.data(), n);
+      std::vector<double> td(static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; ++k) td[k] = std::tanh(pd[k] + qd[k]);
+      near(t, td);
+      std::vector<float> r(3 * n), gh(n), y(n);
+      kern->gru_row(p.data(), q.data(), v.data(), h.data(), r.data(), r.data() + n,
+                    r.data() + 2 * n, gh.data(), y.data(), n);
+      near(r, gr);
+      near(gh, ghn);
+      near(y, gy);
+      std::vector<float> g4(4 * n), c2(n), h2(n);
+      kern->lstm_row(p.data(), q.data(), v.data(), h.data(), g4.data(), c2.data(), h2.data(), n);
+      near(g4, lg);
+      near(c2, lc);
+      near(h2, lh);
+    }
+  }
+}
+
+TEST_CASE("every capability's Adam step matches a double loop", "[cpu_kernels]") {
+  Rng rng(17);
+  for (int64_t n : kLengths)
+    for (bool decay : {false, true}) {
+      const auto x0 = random_floats(static_cast<size_t>(n), rng);
+      const auto g = random_floats(static_cast<size_t>(n), rng);
+      auto m0 = random_floats(static_cast<size_t>(n), rng);
+      auto v0 = random_floats(static_cast<size_t>(n), rng);
+      for (auto& e : v0) e = e * e + 0.01f;  // second moments: positive, not vanishing
+      const loops::AdamScalars<double> kd{
+          0.9,        0.98,          0.1, 0.02, 1e-8, decay ? 0.01 : 0.0, decay ? 0.999 : 1.0,
+          1e-3 / 0.3, std::sqrt(0.2)};
+      const loops::AdamScalars<float> kf{float(kd.b1),   float(kd.b2),  float(kd.c1),
+                                         float(kd.c2),   float(kd.eps), float(kd.wd),
+                                         float(kd.keep), float(kd.ss),  float(kd.bcs)};
+      std::vector<double> xd(x0.begin(), x0.end()), gd(g.begin(), g.end()),
+          md(m0.begin(), m0.end()), vd(v0.begin(), v0.end());
+      loops::adam_update(xd.data(), gd.data(), md.data(), vd.data(), n, kd);
+      for (const cpu::Kernels* kern : runnable()) {
+        INFO(cpu::capability_name(kern->capability) << " n " << n << " decay " << decay);
+        auto x = x0, m = m0, v = v0;
+        kern->adam_update(x.data(), g.data(), m.data(), v.data(), n, kf);
+        for (int64_t j = 0; j < n; ++j) {
+          REQUIRE(std::abs(x[j] - xd[j]) <= 1e-6 * (1 + std::abs(xd[j])));
+          REQUIRE(std::abs(m[j] - md[j]) <= 1e-6);
+          REQUIRE(std::abs(v[j] - vd[j]) <= 1e-6);
         }
       }
     }
