@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "tapestry/core/blas.h"
+#include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/errors.h"
 #include "tools/cli.h"
 #include "tools/heap_count.h"
@@ -90,6 +91,13 @@ int main(int argc, char** argv) {
     tapestry::cli::heap_counter.trace = true;
   }
   tapestry::blas::use_fastest_kernels(argv);
+  // A bad TAPESTRY_KERNELS stops the program before any work, not at the first product.
+  try {
+    tapestry::cpu::kernels();
+  } catch (const tapestry::Error& e) {
+    fmt::print(stderr, "tapestry: {}\n", e.what());
+    return 2;
+  }
   if (argc < 2) {
     print_help();
     return 2;
