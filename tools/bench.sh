@@ -19,8 +19,11 @@ torch_transformer.py for transformer) at each of its thread settings (--threads 
 own, see the reference README), and each of those once per OpenBLAS kernel set: on a CPU with
 AVX-512, both OpenBLAS's AVX2 kernels (OPENBLAS_CORETYPE=Haswell) and its AVX-512 ones
 (SkylakeX), since OpenBLAS 0.3.21 does not know every AVX-512 CPU and may pick the slower set by
-itself. Each side is compared at its best setting: the one with the best median over the rounds,
-chosen separately for training and for decoding. Every run is wrapped in /usr/bin/time -v, so
+itself. LibTorch (the same RNN model in C++, ../shared/bench/libtorch/, built here when Debian's
+libtorch-dev is installed) runs at the same settings as PyTorch, so the RNN is compared against
+both references. Each side is compared at its best setting: the one with the best median over the
+rounds, chosen separately for training and for decoding; the speedup is over the faster of
+PyTorch and LibTorch. Every run is wrapped in /usr/bin/time -v, so
 the peak RSS of both programs is measured the same way.
 
   --rounds N             rounds per preset [3]
@@ -34,8 +37,8 @@ the peak RSS of both programs is measured the same way.
   --no-peak              skip the FMA probe and sgemm peak (no % of peak column)
   --out DIR              keep every run's output there [BUILD/bench-DATE]
 
-Speed ratios are Tapestry / PyTorch: above 1, Tapestry is faster; the memory ratio is
-Tapestry's peak RSS / PyTorch's: below 1, Tapestry needs less. The machine may be shared; the
+Speed ratios are Tapestry / the best reference: above 1, Tapestry is faster; the memory ratio is
+Tapestry's peak RSS / that reference's: below 1, Tapestry needs less. The machine may be shared; the
 load average is printed before and after, and medians over rounds damp the noise.
 Environment: TAPESTRY_REFERENCE_DIR (default ../shared/bench from the repository root),
 PYTHON (default /usr/bin/python3, the interpreter with Debian's torch).
@@ -139,6 +142,23 @@ else
   done
 fi
 
+# LibTorch: the C++ port of torch_seq2seq.py (RNN only), built once into the build directory.
+have_libtorch=0
+libtorch_bin="$build_dir/libtorch-bench/torch_seq2seq"
+if [[ " $archs " == *" rnn "* ]]; then
+  if [[ ! -f $ref_dir/libtorch/CMakeLists.txt ]]; then
+    echo "LibTorch reference not found at $ref_dir/libtorch: no LibTorch column"
+  elif ! compgen -G "/usr/lib/*/cmake/Torch/TorchConfig.cmake" >/dev/null; then
+    echo "LibTorch not installed (apt-get install libtorch-dev): no LibTorch column"
+  elif ! { [[ -x $libtorch_bin && $libtorch_bin -nt $ref_dir/libtorch/torch_seq2seq.cpp ]] ||
+    { cmake -S "$ref_dir/libtorch" -B "$build_dir/libtorch-bench" -DCMAKE_BUILD_TYPE=Release &&
+      cmake --build "$build_dir/libtorch-bench" -j "$(nproc)"; } >"$build_dir/libtorch-bench.log" 2>&1; }; then
+    echo "building the LibTorch reference failed (see $build_dir/libtorch-bench.log): no LibTorch column"
+  else
+    have_libtorch=1
+  fi
+fi
+
 out=${out:-$build_dir/bench-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 results="$out/results.jsonl"
@@ -235,6 +255,14 @@ for arch in $archs; do
           run_one pytorch "t2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$python" "$reference" \
             --config "$preset" --threads 2 "${flags[@]}"
         fi
+        if ((have_libtorch)) && [[ $arch = rnn ]]; then
+          run_one libtorch "t1$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$libtorch_bin" \
+            --config "$preset" --threads 1 "${flags[@]}"
+          run_one libtorch "t1b2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$libtorch_bin" \
+            --config "$preset" --threads 1 --blas-threads 2 "${flags[@]}"
+          run_one libtorch "t2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$libtorch_bin" \
+            --config "$preset" --threads 2 "${flags[@]}"
+        fi
       done
     done
   done
@@ -284,26 +312,43 @@ def ms(b, key):
     return None if b is None else med(b[2], key)
 
 # Speeds as ms per batch; the speedups are the ratios of the best settings' tokens (training) or
-# sentences (decoding) per second, the same as the inverse ratio of their ms. Memory: the peak RSS
-# of the best training setting's runs, Tapestry's over PyTorch's.
-head = ["arch", "preset", "train ms T", "train ms P", "speedup", "decode ms T", "decode ms P",
-        "speedup", "GFLOP/s T (%peak)", "GFLOP/s P (%peak)", "RSS MB T", "RSS MB P", "RSS T/P"]
+# sentences (decoding) per second, the same as the inverse ratio of their ms, against the faster of
+# the two references (PyTorch from Python, LibTorch from C++). Memory: the peak RSS of the best
+# training settings' runs, Tapestry's over that reference's.
+head = ["arch", "preset", "train ms T", "train ms P", "train ms L", "speedup", "decode ms T",
+        "decode ms P", "decode ms L", "speedup", "GFLOP/s T (%peak)", "GFLOP/s ref (%peak)",
+        "RSS MB T", "RSS MB ref", "RSS T/ref"]
 table, notes = [], []
 for arch, preset in ((a, p) for a in archs for p in presets):
     tt = best("tapestry", arch, preset, "train_tok_s")
     pt = best("pytorch", arch, preset, "train_tok_s")
+    lt = best("libtorch", arch, preset, "train_tok_s")
     td = best("tapestry", arch, preset, "decode_sent_s")
     pd = best("pytorch", arch, preset, "decode_sent_s")
+    ld = best("libtorch", arch, preset, "decode_sent_s")
     if tt is None:
         continue
+    # The faster reference, with its name: (name, (label, median, runs)) or None.
+    def faster(*named):
+        named = [(n, b) for n, b in named if b is not None]
+        return max(named, key=lambda nb: nb[1][1]) if named else None
+    rt, rd = faster(("PyTorch", pt), ("LibTorch", lt)), faster(("PyTorch", pd), ("LibTorch", ld))
     gf = lambda b: "-" if b is None else f"{med(b[2], 'train_gflops'):.1f} ({pct(b[2])})"
     rss = lambda b: "-" if b is None else f"{med(b[2], 'time_rss_mb'):,.0f}"
-    mem = (f"{med(tt[2], 'time_rss_mb') / med(pt[2], 'time_rss_mb'):.2f}" if pt else "-")
+    mem = (f"{med(tt[2], 'time_rss_mb') / med(rt[1][2], 'time_rss_mb'):.2f}" if rt else "-")
     table.append([arch, preset, num(ms(tt, "train_ms_median"), "{:,.2f}"),
-                  num(ms(pt, "train_ms_median"), "{:,.2f}"), ratio(tt[1], pt and pt[1]),
+                  num(ms(pt, "train_ms_median"), "{:,.2f}"),
+                  num(ms(lt, "train_ms_median"), "{:,.2f}"), ratio(tt[1], rt and rt[1][1]),
                   num(ms(td, "decode_ms_median"), "{:,.2f}"),
-                  num(ms(pd, "decode_ms_median"), "{:,.2f}"), ratio(td and td[1], pd and pd[1]),
-                  gf(tt), gf(pt), rss(tt), rss(pt), mem])
+                  num(ms(pd, "decode_ms_median"), "{:,.2f}"),
+                  num(ms(ld, "decode_ms_median"), "{:,.2f}"), ratio(td and td[1], rd and rd[1][1]),
+                  gf(tt), gf(rt and rt[1]), rss(tt), rss(rt and rt[1]), mem])
+    won = lambda name, b: f"{name} {b[0]}" if b else f"{name} -"
+    if rt:
+        notes.append(f"{arch} {preset}: the faster reference: training {rt[0]} ({rt[1][0]}), "
+                     f"decoding {rd[0]} ({rd[1][0]}); best settings: "
+                     + ", ".join(f"{n} train {b[0]} decode {d[0]}" for n, b, d in
+                                 (("PyTorch", pt, pd), ("LibTorch", lt, ld)) if b))
     n = len(tt[2])
     line = (f"{arch} {preset}: best settings: Tapestry train {tt[0]}, decode {td[0]}"
             + (f"; PyTorch train {pt[0]}, decode {pd[0]}" if pt else "")
@@ -323,7 +368,7 @@ for arch, preset in ((a, p) for a in archs for p in presets):
                  f"{med(tt[2], 'loss_last'):.3f}"
                  + (f", P {med(pt[2], 'loss_first'):.3f} -> {med(pt[2], 'loss_last'):.3f}"
                     if pt else ""))
-    for impl in ("tapestry", "pytorch"):
+    for impl in ("tapestry", "pytorch", "libtorch"):
         for label in sorted({r["label"] for r in rows if r["impl"] == impl
                              and r["arch"] == arch and r["preset"] == preset}):
             runs = [r for r in rows if r["impl"] == impl and r["arch"] == arch
@@ -337,7 +382,7 @@ for arch, preset in ((a, p) for a in archs for p in presets):
         notes.append(f"  WARNING: the parameter counts differ: {params}")
     else:
         notes.append(f"  parameters: {params['tapestry']:,}"
-                     + (" on both sides" if "pytorch" in params else " (Tapestry)"))
+                     + (" on every side" if len(params) > 1 else " (Tapestry)"))
 
 widths = [max(len(str(x)) for x in col) for col in zip(head, *table)]
 fmt_row = lambda r: "  ".join(str(x).rjust(w) if i else str(x).ljust(w)
@@ -347,9 +392,10 @@ print("  ".join("-" * w for w in widths))
 for r in table:
     print(fmt_row(r))
 print()
-print("T = Tapestry, P = PyTorch, each at its best setting (threads, OpenBLAS kernels); speedup =")
-print("P ms / T ms (above 1: Tapestry faster);")
-print("RSS: /usr/bin/time -v of the best training setting, T/P below 1: Tapestry smaller")
+print("T = Tapestry, P = PyTorch (Python), L = LibTorch (C++, RNN only), each at its best setting")
+print("(threads, OpenBLAS kernels); ref = the faster of P and L; speedup = ref ms / T ms (above 1:")
+print("Tapestry faster); RSS: /usr/bin/time -v of the best training settings, T/ref below 1: Tapestry")
+print("smaller")
 if peaks.get("fma_per_core"):
     print(f"%peak: of the FMA probe's {peaks['fma_per_core']:.1f} GFLOP/s per core "
           f"({peaks['fma_width']} FMAs) times the cores used")
