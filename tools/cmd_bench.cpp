@@ -57,7 +57,9 @@ constexpr const char* kAbout =
     "train_heap_allocs_per_step counts the calls of operator new per timed training step once\n"
     "every batch of the pool has been trained on (a steady step should make none);\n"
     "train_new_blocks_per_step the tensor blocks the storage pool took from the system\n"
-    "allocator (TAPESTRY_HEAP_TRACE=1 prints each counted allocation's backtrace).\n\n"
+    "allocator; decode_heap_allocs_per_batch and decode_new_blocks_per_batch count the same\n"
+    "over one steady greedy decoding call (TAPESTRY_HEAP_TRACE=1 prints each counted\n"
+    "allocation's backtrace).\n\n"
     "Tapestry runs on --threads cores by training each batch as shards in parallel (and decoding\n"
     "half a batch per core), with OpenBLAS single-threaded inside each; set\n"
     "OPENBLAS_NUM_THREADS=1 as well, since OpenBLAS sizes its own pool when it loads.\n\n"
@@ -500,6 +502,13 @@ int cmd_bench(const Args& args) {
         fixed_times.push_back(fixed_s), api_times.push_back(api),
             steps.push_back(static_cast<double>(run));
     }
+    // Heap allocations of one more steady call (every shape seen in the warm-up), per batch.
+    AllocationCount decode_allocs;
+    decode_allocs.start();
+    greedy_decode(model, pool[static_cast<size_t>((s.warmup + s.decode_iters) % s.pool)], fixed);
+    const auto [decode_heap, decode_blocks] = decode_allocs.stop();
+    if (decode_heap >= 0) res["decode_heap_allocs_per_batch"] = decode_heap;
+    res["decode_new_blocks_per_batch"] = decode_blocks;
     const Summary de = summarize(fixed_times), api = summarize(api_times);
     const double b = static_cast<double>(s.batch);
     const double steps_mean =
@@ -530,6 +539,9 @@ int cmd_bench(const Args& args) {
         "{:.2f} steps on average (min {}, max {}) of {}\n",
         api.median * 1e3, b / api.median, steps_mean, res["greedy_decode_steps_min"].get<double>(),
         res["greedy_decode_steps_max"].get<double>(), s.tgt_len);
+    fmt::print("        heap allocations per steady batch: {} operator new, {} new tensor blocks\n",
+               decode_heap >= 0 ? std::to_string(decode_heap) : std::string("(not counted)"),
+               decode_blocks);
   }
   if (set.phases) {
     const PhaseTimes p = time_phases(model, pool, s, topt);

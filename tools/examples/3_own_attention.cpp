@@ -94,6 +94,7 @@ int main() {
   nn::Adam opt(model.parameters(), 3e-3);
   Tape tape;
   for (int it = 1; it <= 3000; ++it) {
+    if (it == 2001) opt.set_lr(1e-3);  // smaller steps to settle, once the copy is learnt
     const int64_t b = 32, n = 3 + rng.randint(6);
     std::vector<int32_t> x = sequences(rng, b, n), targets, prev(static_cast<size_t>(b), 0);
     tape.clear();
@@ -109,6 +110,7 @@ int main() {
     Var loss = ops::cross_entropy(ops::reshape(ops::stack(logits, 1), {b * n, kVocab}), targets);
     opt.zero_grad();
     tape.backward(loss);
+    nn::clip_grad_norm(model.parameters(), 1.0);  // a rare large gradient must not undo training
     opt.step();
     if (it % 1000 == 0) std::printf("step %4d  loss %.4f\n", it, loss.value().item());
   }
