@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "float_sweep.h"
 #include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/errors.h"
 #include "tapestry/core/random.h"
@@ -190,23 +191,13 @@ TEST_CASE("every capability's matrix-vector kernel matches a plain loop in doubl
 
 namespace {
 
-// Distance in units in the last place between two finite floats of the same sign.
-int64_t ulps(float a, float b) {
-  int32_t ia, ib;
-  std::memcpy(&ia, &a, 4);
-  std::memcpy(&ib, &b, 4);
-  return std::abs(static_cast<int64_t>(ia) - ib);
-}
+using testing::ulps;
 
-// Every float in [lo, hi] with a relative step of 1e-5 (1e-9 near zero), as test_fastmath sweeps
-// the scalar functions; about 3 million points, so every vector tail and lane is met.
+// The floats test_fastmath sweeps the scalar functions over (float_sweep.h), in a vector, so that
+// every vector tail and lane is met.
 std::vector<float> sweep(float lo, float hi) {
   std::vector<float> xs;
-  for (float x = lo; x < hi;) {
-    xs.push_back(x);
-    const float step = std::fabs(x) > 1e-4f ? std::fabs(x) * 1e-5f : 1e-9f;
-    x = std::nextafter(x + step, hi + 1);
-  }
+  testing::sweep(lo, hi, [&](float x) { xs.push_back(x); });
   return xs;
 }
 

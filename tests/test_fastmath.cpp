@@ -5,32 +5,15 @@
 #include <cstring>
 #include <limits>
 
+#include "float_sweep.h"
 #include "tapestry/core/fastmath.h"
 #include "tapestry/core/random.h"
 #include "tapestry/ops/unary.h"
 
 using namespace tapestry;
 
-namespace {
-// Distance in units in the last place between two finite floats of the same sign.
-int64_t ulps(float a, float b) {
-  int32_t ia, ib;
-  std::memcpy(&ia, &a, 4);
-  std::memcpy(&ib, &b, 4);
-  return std::abs(static_cast<int64_t>(ia) - ib);
-}
-
-// Every float in [lo, hi] with a relative step of 1e-5 (and 1e-9 near zero): about 3 million
-// points.
-template <class F>
-void sweep(float lo, float hi, F f) {
-  for (float x = lo; x < hi;) {
-    f(x);
-    const float step = std::fabs(x) > 1e-4f ? std::fabs(x) * 1e-5f : 1e-9f;
-    x = std::nextafter(x + step, hi + 1);
-  }
-}
-}  // namespace
+using testing::sweep;
+using testing::ulps;
 
 TEST_CASE("fast exp is within 2 ulp of std::exp", "[fastmath]") {
   int64_t worst = 0;
