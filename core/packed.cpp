@@ -33,9 +33,10 @@ void PackedMatrix::pack(const Tensor& w) {
   // The new buffer first: if it cannot be had, this pack stays as it was.
   if (!buffer_.defined() || buffer_.numel() < size) buffer_ = Tensor::empty({size}, DType::f32);
   n_ = n, k_ = k;
-  data_ = buffer_.data<float>();
   static_assert(kPanel == 16, "cpu_kernels_body.inc packs panels of 16 rows");
-  cpu::kernels().pack_panels(w.data<float>(), n, k, buffer_.data<float>());
+  float* out = buffer_.data<float>();
+  cpu::kernels().pack_panels(w.data<float>(), n, k, out);
+  data_ = out;
 }
 
 void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const PackedMatrix& w,
