@@ -108,24 +108,30 @@ void step_log_probs(const Var& z, LogProbs<T>& out) {
 }
 
 // One architecture's decoding steps over a batch, behind one interface for greedy and beam
-// search: the logits of the next token for every row, and the state carried between steps.
+// search: the logits of the next token for every row, and the state carried between steps. A
+// stepper is made once for a model and a tape and started afresh for every batch.
 class Stepper {
  public:
   virtual ~Stepper() = default;
+  // Encodes the batch, repeats its rows as `rows` says (beam search's k rows per sentence; empty:
+  // each row once) and starts the decoder's state for up to `capacity` steps.
+  virtual void start(const Batch& batch, std::span<const int32_t> rows, int64_t capacity) = 0;
   // The logits (B,V) after feeding y_prev (B ids) at step t; `weights` gets this step's attention
   // over the source (B,S) (undefined when the model has none).
   virtual Var step(std::span<const int32_t> y_prev, int64_t t, Var& weights) = 0;
   // Row i continues from row rows[i] (beam search's parents).
   virtual void select_rows(std::span<const int32_t> rows) = 0;
+  // Returns the state's tensors to the pool (a kept stepper holds no memory between batches).
+  virtual void release() = 0;
 };
 
 class RnnStepper : public Stepper {
  public:
-  RnnStepper(Seq2Seq& model, Tape& tape, const Batch& batch, std::span<const int32_t> rows)
-      : model_(model), tape_(tape) {
-    memory_ = model.encode(tape, batch);
+  RnnStepper(Seq2Seq& model, Tape& tape) : model_(model), tape_(tape) {}
+  void start(const Batch& batch, std::span<const int32_t> rows, int64_t) override {
+    memory_ = model_.encode(tape_, batch);
     if (!rows.empty()) memory_ = nn::select_rows(memory_, rows);
-    state_ = model.decoder().start(tape, memory_.summary);
+    state_ = model_.decoder().start(tape_, memory_.summary);
   }
   Var step(std::span<const int32_t> y_prev, int64_t t, Var& weights) override {
     DecoderStep s = model_.decoder().step(tape_, memory_, state_, y_prev, t, model_.rng());
@@ -138,6 +144,10 @@ class RnnStepper : public Stepper {
       if (layer.c.value().defined()) layer.c = ops::gather(layer.c, rows);
     }
     if (state_.feed.value().defined()) state_.feed = ops::gather(state_.feed, rows);
+  }
+  void release() override {
+    memory_ = {};
+    state_ = {};
   }
 
  private:
@@ -152,10 +162,9 @@ class RnnStepper : public Stepper {
 // layer's cross-attention, averaged over its heads.
 class TransformerStepper : public Stepper {
  public:
-  TransformerStepper(Seq2Seq& model, Tape& tape, const Batch& batch, std::span<const int32_t> rows,
-                     int64_t capacity)
-      : model_(model.transformer()), tape_(tape) {
-    state_ = model_.start(tape, batch, rows, capacity);
+  TransformerStepper(Seq2Seq& model, Tape& tape) : model_(model.transformer()), tape_(tape) {}
+  void start(const Batch& batch, std::span<const int32_t> rows, int64_t capacity) override {
+    model_.start(tape_, batch, rows, capacity, state_);
   }
   Var step(std::span<const int32_t> y_prev, int64_t, Var& weights) override {
     layer_weights_.clear();
@@ -164,6 +173,12 @@ class TransformerStepper : public Stepper {
     return model_.logits(tape_, h);
   }
   void select_rows(std::span<const int32_t> rows) override { model_.select_rows(state_, rows); }
+  void release() override {
+    state_.memory = {};
+    state_.caches.self.clear();  // the lists keep their capacity
+    state_.caches.cross.clear();
+    layer_weights_.clear();
+  }
 
  private:
   TransformerModel& model_;
@@ -172,11 +187,9 @@ class TransformerStepper : public Stepper {
   std::vector<nn::TransformerDecoderLayer::Weights> layer_weights_;
 };
 
-std::unique_ptr<Stepper> make_stepper(Seq2Seq& model, Tape& tape, const Batch& batch,
-                                      std::span<const int32_t> rows, int64_t capacity) {
-  if (model.is_transformer())
-    return std::make_unique<TransformerStepper>(model, tape, batch, rows, capacity);
-  return std::make_unique<RnnStepper>(model, tape, batch, rows);
+std::unique_ptr<Stepper> make_stepper(Seq2Seq& model, Tape& tape) {
+  if (model.is_transformer()) return std::make_unique<TransformerStepper>(model, tape);
+  return std::make_unique<RnnStepper>(model, tape);
 }
 
 // Appends row r of the step's weights (its first s entries) to a hypothesis' attention.
@@ -237,52 +250,73 @@ double decode_memory_bound(const Seq2SeqConfig& c, int64_t rows, int64_t src_len
 
 namespace {
 
+// One shard's buffers in a DecodeWorkspace.
+struct GreedyShard {
+  Tape tape;   // records nothing: decoding runs under NoGrad
+  Batch part;  // the shard's rows of the batch
+  std::vector<int64_t> limit;
+  std::vector<uint8_t> done;
+  std::vector<int32_t> y;
+  std::unique_ptr<Stepper> stepper;
+  // The model `stepper` was made for, and its Transformer (null for an RNN): a model made where
+  // another was freed gets a new stepper too.
+  const void* model = nullptr;
+  const void* transformer = nullptr;
+};
+
 template <class T>
-std::vector<std::vector<Hypothesis>> greedy_shard(Seq2Seq& model, const Batch& batch,
-                                                  const DecodeOptions& options,
-                                                  WeightPacks& packs) {
-  Tape tape;
+void greedy_shard(Seq2Seq& model, const Batch& batch, const DecodeOptions& options,
+                  WeightPacks& packs, GreedyShard& ws, std::span<Hypothesis> hyps) {
+  Tape& tape = ws.tape;
+  tape.clear();
   NoGrad no_grad(tape);
   tape.set_weight_packs(&packs);
   const int64_t b = batch.size;
-  std::vector<Hypothesis> hyps(static_cast<size_t>(b));
-  std::vector<int64_t> limit(static_cast<size_t>(b));
+  ws.limit.resize(static_cast<size_t>(b));
   int64_t longest = 0, open = b;
   for (int64_t r = 0; r < b; ++r) {
-    hyps[r].src_len = batch.src_lengths[r];
-    limit[r] = max_decode_steps(model.config(), options, batch.src_lengths[r]);
-    longest = std::max(longest, limit[r]);
+    Hypothesis& h = hyps[r];
+    h.tokens.clear();
+    h.attention.clear();
+    h.finished = false;
+    h.log_prob = h.score = 0;
+    h.src_len = batch.src_lengths[r];
+    ws.limit[r] = max_decode_steps(model.config(), options, batch.src_lengths[r]);
+    longest = std::max(longest, ws.limit[r]);
   }
-  const std::unique_ptr<Stepper> stepper = make_stepper(model, tape, batch, {}, longest);
-  std::vector<bool> done(static_cast<size_t>(b), false);
-  std::vector<int32_t> y(static_cast<size_t>(b), Vocab::kBos);
+  const void* transformer = model.is_transformer() ? &model.transformer() : nullptr;
+  if (ws.model != &model || ws.transformer != transformer) {
+    ws.stepper = make_stepper(model, tape);
+    ws.model = &model;
+    ws.transformer = transformer;
+  }
+  Stepper& stepper = *ws.stepper;
+  stepper.start(batch, {}, longest);
+  ws.done.assign(static_cast<size_t>(b), 0);
+  ws.y.assign(static_cast<size_t>(b), Vocab::kBos);
   for (int64_t t = 0; t < longest && (open > 0 || !options.early_exit); ++t) {
     Var weights;
-    const Var z = stepper->step(y, t, weights);
+    const Var z = stepper.step(ws.y, t, weights);
     const int64_t v = z.dim(1);
     for (int64_t r = 0; r < b; ++r) {
       const auto [best, log_prob] = best_token(z.value().data<T>() + r * v, v);
-      y[r] = static_cast<int32_t>(best);
-      if (done[r]) continue;
+      ws.y[r] = static_cast<int32_t>(best);
+      if (ws.done[r]) continue;
       Hypothesis& h = hyps[r];
       h.log_prob += log_prob;
       append_weights(h.attention, weights, r, h.src_len);
       if (best == Vocab::kEos)
         h.finished = true;
       else
-        h.tokens.push_back(y[r]);
-      if (h.finished || h.steps() >= limit[r]) {
-        done[r] = true;
+        h.tokens.push_back(ws.y[r]);
+      if (h.finished || h.steps() >= ws.limit[r]) {
+        ws.done[r] = 1;
         --open;
       }
     }
   }
-  std::vector<std::vector<Hypothesis>> out;
-  for (auto& h : hyps) {
-    h.score = normalised(h.log_prob, h.steps(), options.length_penalty);
-    out.push_back({std::move(h)});
-  }
-  return out;
+  stepper.release();
+  for (auto& h : hyps) h.score = normalised(h.log_prob, h.steps(), options.length_penalty);
 }
 
 template <class T>
@@ -317,7 +351,8 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
       st.alive[i].log_prob = i == 0 ? 0.0 : kDead;  // one start, so the first step has no twins
     }
   }
-  const std::unique_ptr<Stepper> stepper = make_stepper(model, tape, batch, expand, longest);
+  const std::unique_ptr<Stepper> stepper = make_stepper(model, tape);
+  stepper->start(batch, expand, longest);
 
   std::vector<int32_t> y(static_cast<size_t>(b * k), Vocab::kBos);
   std::vector<int32_t> parents(static_cast<size_t>(b * k));
@@ -421,9 +456,8 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
 }
 
 // Decodes the batch's rows in options.shards contiguous parts, in parallel, concatenated.
-template <class F>
-std::vector<std::vector<Hypothesis>> sharded(Seq2Seq& model, const Batch& batch,
-                                             const DecodeOptions& options, F shard) {
+// The checks every decoding call makes before it starts (ValueError).
+void check_call(const Seq2Seq& model, const Batch& batch, const DecodeOptions& options) {
   check_options(options);
   for (int64_t r = 0; r < batch.size; ++r)
     if (batch.src_lengths[r] > kMaxSourceTokens)
@@ -439,6 +473,12 @@ std::vector<std::vector<Hypothesis>> sharded(Seq2Seq& model, const Batch& batch,
         "decode: beam {} over {} sentences of up to {} tokens would need {}; decode fewer "
         "sentences at once or use a narrower beam",
         options.beam, batch.size, batch.src_len, refusal));
+}
+
+template <class F>
+std::vector<std::vector<Hypothesis>> sharded(Seq2Seq& model, const Batch& batch,
+                                             const DecodeOptions& options, F shard) {
+  check_call(model, batch, options);
   EvalScope eval(model);
   // The weights stay unchanged for the whole call: their packs are made once, by whichever shard
   // first needs each, and shared (or kept from earlier calls, in options.packs).
@@ -461,10 +501,55 @@ std::vector<std::vector<Hypothesis>> sharded(Seq2Seq& model, const Batch& batch,
 
 }  // namespace
 
+struct DecodeWorkspace::Impl {
+  std::vector<std::unique_ptr<GreedyShard>> shards;  // pointers: a Tape does not move
+};
+
+DecodeWorkspace::DecodeWorkspace() : impl_(std::make_unique<Impl>()) {}
+DecodeWorkspace::~DecodeWorkspace() = default;
+
+void greedy_decode_into(Seq2Seq& model, const Batch& batch, const DecodeOptions& options,
+                        std::vector<Hypothesis>& out) {
+  check_call(model, batch, options);
+  if (options.beam != 1)
+    throw ValueError(fmt::format("greedy decoding: beam must be 1, got {}", options.beam));
+  EvalScope eval(model);
+  // The weights stay unchanged for the whole call: their packs are made once, by whichever shard
+  // first needs each, and shared (or kept from earlier calls, in options.packs).
+  WeightPacks own_packs;
+  WeightPacks& packs = options.packs ? *options.packs : own_packs;
+  std::unique_ptr<DecodeWorkspace> own_workspace;
+  if (!options.workspace) own_workspace = std::make_unique<DecodeWorkspace>();
+  auto& shards = (options.workspace ? *options.workspace : *own_workspace).impl().shards;
+  out.resize(static_cast<size_t>(batch.size));
+  const auto parts = static_cast<int>(std::min<int64_t>(options.shards, batch.size));
+  while (static_cast<int>(shards.size()) < std::max(parts, 1))
+    shards.push_back(std::make_unique<GreedyShard>());
+  auto run = [&](const Batch& rows, GreedyShard& ws, std::span<Hypothesis> hyps) {
+    if (model.dtype() == DType::f64)
+      greedy_shard<double>(model, rows, options, packs, ws, hyps);
+    else
+      greedy_shard<float>(model, rows, options, packs, ws, hyps);
+  };
+  if (parts <= 1) return run(batch, *shards[0], out);
+  parallel_run(parts, [&](int k) {
+    const int64_t begin = batch.size * k / parts, end = batch.size * (k + 1) / parts;
+    GreedyShard& ws = *shards[static_cast<size_t>(k)];
+    slice_rows_into(batch, begin, end - begin, ws.part);
+    run(ws.part, ws,
+        std::span<Hypothesis>(out).subspan(static_cast<size_t>(begin),
+                                           static_cast<size_t>(end - begin)));
+  });
+}
+
 std::vector<std::vector<Hypothesis>> greedy_decode(Seq2Seq& model, const Batch& batch,
                                                    const DecodeOptions& options) {
-  if (model.dtype() == DType::f64) return sharded(model, batch, options, greedy_shard<double>);
-  return sharded(model, batch, options, greedy_shard<float>);
+  std::vector<Hypothesis> hyps;
+  greedy_decode_into(model, batch, options, hyps);
+  std::vector<std::vector<Hypothesis>> out;
+  out.reserve(hyps.size());
+  for (auto& h : hyps) out.push_back({std::move(h)});
+  return out;
 }
 
 std::vector<std::vector<Hypothesis>> beam_decode(Seq2Seq& model, const Batch& batch,

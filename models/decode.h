@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "tapestry/core/packed.h"
@@ -17,6 +18,8 @@ namespace tapestry::models {
 // Every hypothesis keeps its attention, steps x S floats: at most 4096 x 1024 x 4 = 16 MB.
 inline constexpr int64_t kMaxSourceTokens = 1024;
 inline constexpr int64_t kMaxOutputTokens = 4096;
+
+class DecodeWorkspace;
 
 struct DecodeOptions {
   int64_t beam = 1;   // beam width k (1: greedy)
@@ -37,6 +40,9 @@ struct DecodeOptions {
   // model it does not change meanwhile (translate() over a corpus); null: each call packs the
   // weights it needs anew.
   WeightPacks* packs = nullptr;
+  // Greedy decoding's buffers kept across calls (see DecodeWorkspace); null: each call makes its
+  // own.
+  DecodeWorkspace* workspace = nullptr;
 };
 
 struct Hypothesis {
@@ -70,6 +76,33 @@ int64_t max_decode_steps(const Seq2SeqConfig& c, const DecodeOptions& options, i
 // encoder states copied for every beam row.
 double decode_memory_bound(const Seq2SeqConfig& config, int64_t rows, int64_t src_len,
                            const DecodeOptions& options);
+
+// What greedy decoding keeps between calls, so that a caller decoding batch after batch (translate
+// over a corpus, a server, a benchmark) makes no heap allocation once its batch shapes have been
+// seen: per shard a tape that records nothing, the decoder's state (the encoder's memory, the
+// recurrent state or the Transformer's key/value caches, all in the tensor pool) and the rows'
+// limits and tokens. One workspace serves one call at a time and one model at a time (it starts
+// afresh when given another model).
+class DecodeWorkspace {
+ public:
+  DecodeWorkspace();
+  ~DecodeWorkspace();
+  DecodeWorkspace(const DecodeWorkspace&) = delete;
+  DecodeWorkspace& operator=(const DecodeWorkspace&) = delete;
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Greedy decoding into `out`, one hypothesis per batch row (options.nbest must be 1), reusing the
+// hypotheses' lists in `out` and the buffers of options.workspace: a steady call (its shapes seen
+// before, the lists already as long) makes no heap allocation. The same checks and results as
+// greedy_decode.
+void greedy_decode_into(Seq2Seq& model, const Batch& batch, const DecodeOptions& options,
+                        std::vector<Hypothesis>& out);
 
 // Per batch row, the options.nbest best hypotheses, best first. The model is switched to eval
 // mode for the call (and back). Throws ValueError for beam < 1 or nbest outside [1, beam], a

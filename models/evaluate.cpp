@@ -46,10 +46,19 @@ std::vector<std::vector<Hypothesis>> translate(Seq2Seq& model, std::span<const E
   std::vector<std::vector<Hypothesis>> out(pairs.size());
   // The model stays as it is for the whole corpus: its weights are packed once for all batches.
   WeightPacks packs;
+  DecodeWorkspace workspace;
   DecodeOptions o = options;
   if (!o.packs) o.packs = &packs;
+  if (!o.workspace) o.workspace = &workspace;
+  std::vector<Hypothesis> greedy;
   for (const auto& rows : make_batches(pairs, batch_size, nullptr)) {
     Batch batch = make_batch(pairs, rows);
+    if (o.beam == 1) {
+      greedy_decode_into(model, batch, o, greedy);
+      for (int64_t r = 0; r < batch.size; ++r)
+        out[static_cast<size_t>(batch.index[r])] = {greedy[static_cast<size_t>(r)]};
+      continue;
+    }
     auto hyps = decode(model, batch, o);
     for (int64_t r = 0; r < batch.size; ++r) out[static_cast<size_t>(batch.index[r])] = hyps[r];
   }

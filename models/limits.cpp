@@ -58,8 +58,8 @@ MemoryNeed training_memory(const Seq2SeqConfig& c, int64_t batch, int64_t src_le
   return need;
 }
 
-std::string memory_refusal(double need, const std::string& what) {
-  const uint64_t total = physical_memory_bytes();
+std::string memory_refusal(double need, std::string_view what) {
+  static const uint64_t total = physical_memory_bytes();  // asked once: a system call
   if (total == 0 || need <= static_cast<double>(total)) return "";
   return fmt::format("{} ({}), more than this machine's {}", format_bytes(need), what,
                      format_bytes(static_cast<double>(total)));

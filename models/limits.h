@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "tapestry/models/config.h"
 
@@ -34,6 +35,6 @@ MemoryNeed training_memory(const Seq2SeqConfig& config, int64_t batch, int64_t s
 // Why `need` bytes cannot fit, to follow "would need": "1.3 TiB (what), more than this
 // machine's 23 GiB"; or "" when they can (or the machine's memory is unknown). `what` says what the
 // bytes are for, e.g. "parameters, gradients and Adam's state".
-std::string memory_refusal(double need, const std::string& what);
+std::string memory_refusal(double need, std::string_view what);
 
 }  // namespace tapestry::models

@@ -70,6 +70,8 @@ TransformerModel::TransformerModel(const Seq2SeqConfig& config, Rng& rng, DType 
   add_module("generator", generator_);
   for (nn::Parameter* p : parameters())
     if (p->value.ndim() > 1) nn::init::xavier_uniform(p->value, rng);
+  if (config_.positions == Positions::sinusoidal)
+    sinusoids_ = nn::sinusoidal_positions(0, kCachedPositions, config_.d_model, dtype_);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -91,7 +93,10 @@ Var TransformerModel::embed(Tape& tape, bool target, std::span<const int32_t> id
                            std::sqrt(static_cast<double>(config_.d_model)));
   Var p;
   if (config_.positions == Positions::sinusoidal) {
-    p = Var(nn::sinusoidal_positions(start, l, config_.d_model, dtype_));
+    // The same values either way: row p of the table is position p.
+    p = Var(start + l <= kCachedPositions
+                ? sinusoids_.rows(start, l)
+                : nn::sinusoidal_positions(start, l, config_.d_model, dtype_));
   } else {
     std::vector<int32_t>& pos = scratch_list<int32_t, struct TransformerPositions>();
     pos.clear();
@@ -157,16 +162,22 @@ Var TransformerModel::loss(Tape& tape, const Batch& batch, Rng& rng, double labe
 TransformerModel::DecodeState TransformerModel::start(Tape& tape, const Batch& batch,
                                                       std::span<const int32_t> rows,
                                                       int64_t capacity) {
-  Rng unused(0);  // eval mode: no dropout draws
   DecodeState st;
+  start(tape, batch, rows, capacity, st);
+  return st;
+}
+
+void TransformerModel::start(Tape& tape, const Batch& batch, std::span<const int32_t> rows,
+                             int64_t capacity, DecodeState& st) {
+  Rng unused(0);  // eval mode: no dropout draws
   st.memory = encode(tape, batch, unused);
   if (!rows.empty()) {
     st.memory.states = ops::gather(st.memory.states, rows);
     st.memory.valid = ops::gather(Var(st.memory.valid), rows).value();
   }
-  st.caches = decoder_.start(tape, st.memory.states, st.memory.valid,
-                             std::min(capacity, config_.position_limit()));
-  return st;
+  decoder_.start(tape, st.memory.states, st.memory.valid,
+                 std::min(capacity, config_.position_limit()), st.caches);
+  st.t = 0;
 }
 
 Var TransformerModel::step(Tape& tape, DecodeState& state, std::span<const int32_t> y_prev,

@@ -53,6 +53,9 @@ class TransformerModel : public nn::Module {
   // each row once) and makes caches for `capacity` positions.
   DecodeState start(Tape& tape, const Batch& batch, std::span<const int32_t> rows,
                     int64_t capacity);
+  // The same into `state`, reusing its caches' lists.
+  void start(Tape& tape, const Batch& batch, std::span<const int32_t> rows, int64_t capacity,
+             DecodeState& state);
   // Feeds y_prev (B ids) at the next position: the decoder's output (B,d). With `weights`, each
   // layer's self-attention (B,h,t+1) and cross-attention (B,h,S) weights of this position.
   Var step(Tape& tape, DecodeState& state, std::span<const int32_t> y_prev,
@@ -82,8 +85,13 @@ class TransformerModel : public nn::Module {
     nn::Parameter* weight = nullptr;
     nn::Parameter* bias = nullptr;
   };
+  // Sinusoidal positions [0, kCachedPositions), computed once: every training step and every
+  // decoding step reads its rows instead of computing sines and cosines (about 1,300 of them per
+  // step of the tiny preset); later positions are computed when asked for.
+  static constexpr int64_t kCachedPositions = 256;
   Seq2SeqConfig config_;
   DType dtype_;
+  Tensor sinusoids_;  // (kCachedPositions, d), sinusoidal positions only
   nn::Embedding src_emb_, tgt_emb_;
   std::unique_ptr<nn::Embedding> src_pos_, tgt_pos_;  // learned positions only
   nn::TransformerEncoder encoder_;

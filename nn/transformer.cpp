@@ -217,11 +217,18 @@ void TransformerDecoder::Caches::select_rows(std::span<const int32_t> rows) {
 TransformerDecoder::Caches TransformerDecoder::start(Tape& tape, const Var& memory,
                                                      const Tensor& mem_valid, int64_t capacity) {
   Caches c;
-  for (auto& layer : layers_) {
-    c.self.push_back(layer->self_attn().empty_cache(memory.dim(0), capacity));
-    c.cross.push_back(layer->cross_attn().memory_cache(tape, memory, mem_valid));
-  }
+  start(tape, memory, mem_valid, capacity, c);
   return c;
+}
+
+void TransformerDecoder::start(Tape& tape, const Var& memory, const Tensor& mem_valid,
+                               int64_t capacity, Caches& caches) {
+  caches.self.clear();
+  caches.cross.clear();
+  for (auto& layer : layers_) {
+    caches.self.push_back(layer->self_attn().empty_cache(memory.dim(0), capacity));
+    caches.cross.push_back(layer->cross_attn().memory_cache(tape, memory, mem_valid));
+  }
 }
 
 Var TransformerDecoder::step(Tape& tape, const Var& x, Caches& caches,

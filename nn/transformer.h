@@ -112,6 +112,10 @@ class TransformerDecoder : public Module {
     void select_rows(std::span<const int32_t> rows);
   };
   Caches start(Tape& tape, const Var& memory, const Tensor& mem_valid, int64_t capacity);
+  // The same into `caches`, whose lists keep their capacity (decoding many batches allocates
+  // nothing here once the lists have grown).
+  void start(Tape& tape, const Var& memory, const Tensor& mem_valid, int64_t capacity,
+             Caches& caches);
   // The next position x (B,d) -> (B,d), after the final norm.
   Var step(Tape& tape, const Var& x, Caches& caches,
            std::vector<TransformerDecoderLayer::Weights>* weights = nullptr);

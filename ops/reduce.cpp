@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "tapestry/core/small_vec.h"
 #include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
@@ -15,10 +16,10 @@ namespace {
 
 // The geometry of a reduction over a set of axes.
 struct Reduction {
-  std::vector<int64_t> axes;  // normalised, in the order given
-  Shape kept;                 // x's shape with every reduced axis set to 1
-  Shape out;                  // the result's shape: kept, or x's shape without the reduced axes
-  int64_t count = 1;          // number of elements reduced into each output element
+  SmallVec<int64_t, kMaxDims> axes;  // normalised, in the order given (inline: no heap)
+  Shape kept;                        // x's shape with every reduced axis set to 1
+  Shape out;          // the result's shape: kept, or x's shape without the reduced axes
+  int64_t count = 1;  // number of elements reduced into each output element
 };
 
 Reduction resolve(const Shape& x, std::span<const int> axes, bool keepdim, const char* op) {
@@ -84,7 +85,7 @@ Var record_reduction(const OpDef& op, Tensor y, const Var& x, const Reduction& r
   Tape* tape = recording_tape({&x});
   if (!tape) return Var(std::move(y));
   int32_t id = tape->record(op, std::move(y), {&x});
-  tape->save_attrs(id, r.axes);
+  tape->save_attrs(id, std::span<const int64_t>(r.axes.data(), r.axes.size()));
   tape->set_scalars(id, static_cast<double>(r.count));
   return tape->output(id);
 }

@@ -1,6 +1,6 @@
-// A steady training step (RNN or Transformer) makes no heap allocation: every C++ allocation of the
-// process is counted (the global operator new is replaced in this test program) over steps after
-// warm-up.
+// A steady training step and a steady greedy decoding call (RNN or Transformer) make no heap
+// allocation: every C++ allocation of the process is counted (the global operator new is replaced
+// in this test program) over steps after warm-up.
 #include <fmt/format.h>
 
 #include <atomic>
@@ -9,6 +9,7 @@
 #include <new>
 #include <vector>
 
+#include "tapestry/models/decode.h"
 #include "tapestry/models/train.h"
 #include "tools/heap_count.h"
 
@@ -92,5 +93,91 @@ TEST_CASE("a steady training step makes no heap allocation", "[train][memory]") 
     INFO(fmt::format("transformer {}-norm: {} allocations in 10 steps", nn::norm_place_name(norm),
                      allocations.load()));
     CHECK(allocations.load() == 0);
+  }
+}
+
+namespace {
+// Random pairs over tokens 4..23, sources 5-8 and targets 4-6 tokens long, as one batch.
+Batch random_batch(uint64_t seed, int rows) {
+  Rng rng(seed);
+  std::vector<EncodedPair> pairs;
+  for (int i = 0; i < rows; ++i) {
+    EncodedPair p;
+    for (int t = 0; t < 5 + i % 4; ++t) p.src.push_back(static_cast<int32_t>(4 + rng.randint(20)));
+    for (int t = 0; t < 4 + i % 3; ++t) p.tgt.push_back(static_cast<int32_t>(4 + rng.randint(20)));
+    pairs.push_back(p);
+  }
+  std::vector<int64_t> ids(static_cast<size_t>(rows));
+  for (int i = 0; i < rows; ++i) ids[static_cast<size_t>(i)] = i;
+  return make_batch(pairs, ids);
+}
+
+// Allocations over 5 calls decoding each batch, after 3 such rounds of warm-up, with one
+// workspace, one set of weight packs and one output list throughout.
+int64_t steady_decode_allocations(Seq2Seq& model, const std::vector<Batch>& batches, int64_t shards,
+                                  bool early_exit) {
+  WeightPacks packs;
+  DecodeWorkspace workspace;
+  DecodeOptions o;
+  o.packs = &packs;
+  o.workspace = &workspace;
+  o.shards = shards;
+  o.early_exit = early_exit;
+  std::vector<Hypothesis> out;
+  for (int i = 0; i < 3; ++i)
+    for (const Batch& b : batches) greedy_decode_into(model, b, o, out);
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < 5; ++i)
+    for (const Batch& b : batches) greedy_decode_into(model, b, o, out);
+  counting = false;
+  return allocations.load();
+}
+}  // namespace
+
+TEST_CASE("steady greedy decoding makes no heap allocation", "[decode][memory]") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("AddressSanitizer owns the allocator here: allocations are counted in the plain build");
+  return;
+#endif
+  REQUIRE(tapestry::cli::heap_counter.installed);
+  // TAPESTRY_HEAP_TRACE=1 prints each counted allocation's backtrace, as in tapestry bench.
+  tapestry::cli::heap_counter.trace = std::getenv("TAPESTRY_HEAP_TRACE") != nullptr;
+  // One sentence (one shard) and 16 (two shards, decoded in parallel), each in two batches.
+  const std::vector<Batch> one = {random_batch(5, 1), random_batch(6, 1)};
+  const std::vector<Batch> many = {random_batch(7, 16), random_batch(8, 16)};
+  std::vector<Seq2SeqConfig> configs;
+  for (nn::AttentionKind kind : {nn::AttentionKind::bahdanau, nn::AttentionKind::general})
+    for (nn::CellKind cell : {nn::CellKind::gru, nn::CellKind::lstm}) {
+      Seq2SeqConfig c;
+      c.src_vocab = c.tgt_vocab = 24;
+      c.emb = 8;
+      c.hidden = 16;
+      c.layers = cell == nn::CellKind::lstm ? 2 : 1;
+      c.bidirectional = kind == nn::AttentionKind::bahdanau;
+      c.attention = kind;
+      c.cell = cell;
+      c.decoder = kind == nn::AttentionKind::general ? DecoderKind::luong : DecoderKind::bahdanau;
+      configs.push_back(c);
+    }
+  Seq2SeqConfig t;
+  t.arch = Arch::transformer;
+  t.src_vocab = t.tgt_vocab = 24;
+  t.d_model = 16;
+  t.heads = 4;
+  t.ffn = 32;
+  t.enc_layers = t.dec_layers = 2;
+  configs.push_back(t);
+  for (const Seq2SeqConfig& c : configs) {
+    Seq2Seq model(c);
+    for (bool early_exit : {true, false}) {
+      const int64_t single = steady_decode_allocations(model, one, 1, early_exit);
+      const int64_t sharded = steady_decode_allocations(model, many, 2, early_exit);
+      INFO(fmt::format("{}: {} and {} allocations in 10 calls (1 and 16 rows), early exit {}",
+                       c.transformer() ? "transformer" : nn::attention_name(c.attention), single,
+                       sharded, early_exit));
+      CHECK(single == 0);
+      CHECK(sharded == 0);
+    }
   }
 }

@@ -480,8 +480,11 @@ int cmd_bench(const Args& args) {
     // The weights are packed once for every decoding call (in the warm-up), as translate() packs
     // them once for a whole corpus.
     WeightPacks packs;
+    DecodeWorkspace workspace;
+    std::vector<Hypothesis> hyps;
     DecodeOptions dopt;
     dopt.packs = &packs;
+    dopt.workspace = &workspace;
     dopt.shards = set.decode_shards;
     dopt.max_len_ratio = 0;
     dopt.max_len_extra = s.tgt_len;
@@ -491,13 +494,13 @@ int cmd_bench(const Args& args) {
     for (int64_t i = 0; i < s.warmup + s.decode_iters; ++i) {
       const Batch& batch = pool[static_cast<size_t>(i % s.pool)];
       auto t0 = Clock::now();
-      greedy_decode(model, batch, fixed);
+      greedy_decode_into(model, batch, fixed, hyps);
       const double fixed_s = seconds_since(t0);
       t0 = Clock::now();
-      auto hyps = greedy_decode(model, batch, dopt);
+      greedy_decode_into(model, batch, dopt, hyps);
       const double api = seconds_since(t0);
       int64_t run = 0;
-      for (const auto& h : hyps) run = std::max(run, h.front().steps());
+      for (const auto& h : hyps) run = std::max(run, h.steps());
       if (i >= s.warmup)
         fixed_times.push_back(fixed_s), api_times.push_back(api),
             steps.push_back(static_cast<double>(run));
@@ -505,7 +508,8 @@ int cmd_bench(const Args& args) {
     // Heap allocations of one more steady call (every shape seen in the warm-up), per batch.
     AllocationCount decode_allocs;
     decode_allocs.start();
-    greedy_decode(model, pool[static_cast<size_t>((s.warmup + s.decode_iters) % s.pool)], fixed);
+    greedy_decode_into(model, pool[static_cast<size_t>((s.warmup + s.decode_iters) % s.pool)],
+                       fixed, hyps);
     const auto [decode_heap, decode_blocks] = decode_allocs.stop();
     if (decode_heap >= 0) res["decode_heap_allocs_per_batch"] = decode_heap;
     res["decode_new_blocks_per_batch"] = decode_blocks;
