@@ -763,3 +763,45 @@ TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export
                  "1024"));
   }
 }
+
+TEST_CASE("tapestry bench --model and bench_exported.py time the same batches", "[export][torch]") {
+  if (!torch_available()) {
+    WARN("python3 with torch not found (" << kPython << "): the recipe benchmark is not checked");
+    return;
+  }
+  TempDir dir("bench_recipe");
+  const std::string run = dir / "run", exp = dir / "export", batches = dir / "batches.json";
+  REQUIRE(shell(tapestry_cmd(fmt::format("train {} --out '{}'", kTiny, run))).status == 0);
+  REQUIRE(shell(tapestry_cmd(fmt::format("export --model '{}' --to pytorch --out '{}'", run, exp)))
+              .status == 0);
+  auto result = [](const Shell& s) {
+    INFO(s.out);
+    const auto at = s.out.rfind("RESULT ");
+    REQUIRE(at != std::string::npos);
+    return nlohmann::json::parse(s.out.substr(at + 7, s.out.find('\n', at) - at - 7));
+  };
+  const Shell t = shell(tapestry_cmd(fmt::format(
+      "bench --model '{}' --src-text '{}/test.src' --tgt-text '{}/test.ref' --batch 8 --pool 2 "
+      "--warmup 1 --iters 2 --threads 1 --dump-batches '{}'",
+      run, run, run, batches)));
+  REQUIRE(t.status == 0);
+  const nlohmann::json tr = result(t);
+  const Shell p =
+      shell(fmt::format("{} '{}/tools/bench_exported.py' '{}' '{}' --warmup 1 --iters 2", kPython,
+                        TAPESTRY_SOURCE_DIR, exp, batches));
+  REQUIRE(p.status == 0);
+  const nlohmann::json pr = result(p);
+  CHECK(tr["params"] == pr["params"]);
+  CHECK(tr["pool"] == 2);
+  CHECK(pr["pool"] == 2);
+  CHECK(pr["batch"] == 8);
+  CHECK(tr["train_ms_median"].get<double>() > 0);
+  CHECK(pr["train_ms_median"].get<double>() > 0);
+  // Without dropout the first step's loss, before any update, is the same function of the same
+  // batch on both sides.
+  CHECK(pr["loss_first"].get<double>() == Approx(tr["loss_first"].get<double>()).epsilon(1e-5));
+  // A bad flag value is one line naming the flag.
+  const Shell bad = shell(tapestry_cmd(fmt::format("bench --model '{}'", run)), dir / "err.txt");
+  CHECK(bad.status == 2);
+  CHECK_THAT(read(dir / "err.txt"), Contains("--src-text"));
+}

@@ -22,6 +22,7 @@
 #include "tapestry/models/train.h"
 #include "tapestry/nn/clip.h"
 #include "tools/bench_data.h"
+#include "tools/bench_model.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/heap_count.h"
@@ -74,7 +75,8 @@ constexpr const char* kAbout =
     "examples:\n"
     "  tapestry bench --config small --threads 1\n"
     "  tapestry bench --config tiny --iters 3 --warmup 1 --decode-iters 3\n"
-    "  tapestry bench --arch transformer --config medium --threads 2";
+    "  tapestry bench --arch transformer --config medium --threads 2\n"
+    "  tapestry bench --model runs/m30k --src-text train.de --tgt-text train.en --batch 128";
 
 struct BenchSettings {
   std::string config = "small", arch = "rnn";
@@ -89,6 +91,7 @@ struct BenchSettings {
   int64_t pool = 8, seed = 0, decode_shards = 2;
   double dropout = -1, lr = -1, clip = 1.0, min_len_frac = 0.7, peak_gflops = 0;
   bool decode = true, phases = false;
+  std::string model, src_text, tgt_text, dump_batches;  // --model: a saved model on real text
 
   bool transformer() const { return arch == "transformer"; }
 
@@ -137,6 +140,14 @@ struct BenchSettings {
     f.add_switch("decode", &decode, "time greedy decoding");
     f.add_switch("phases", &phases,
                  "also time forward, backward and clip+Adam separately (extra iterations)");
+    f.section("a saved model on real text (tools/bench_recipe.sh)");
+    f.add("model", &model,
+          "time training steps of this run directory or .safetensors file instead of a preset "
+          "(--batch, --pool, --warmup, --iters, --seed, --lr, --clip, --threads apply)");
+    f.add("src-text", &src_text, "--model: source side of the training text, one per line");
+    f.add("tgt-text", &tgt_text, "--model: target side, line-aligned");
+    f.add("dump-batches", &dump_batches,
+          "--model: also write the batches and Adam's settings as JSON (tools/bench_exported.py)");
   }
 
   // The other architecture's size flags are refused, naming both (as `tapestry train` does).
@@ -339,6 +350,22 @@ int cmd_bench(const Args& args) {
   Flags flags("tapestry bench [options]", kAbout);
   set.declare(flags);
   if (!flags.parse(args)) return 0;
+  if (!set.model.empty()) {
+    ModelBenchOptions o;
+    o.model = set.model;
+    o.src = set.src_text;
+    o.tgt = set.tgt_text;
+    o.dump_batches = set.dump_batches;
+    if (set.batch > 0) o.batch = set.batch;
+    if (set.warmup >= 0) o.warmup = set.warmup;
+    if (set.iters > 0) o.iters = set.iters;
+    if (set.lr > 0) o.lr = set.lr;
+    o.pool = set.pool;
+    o.seed = static_cast<uint64_t>(set.seed);
+    o.clip = set.clip;
+    o.threads = set.threads;
+    return bench_saved_model(o);
+  }
   set.check(flags);
   const BenchShape s = set.shape();
   const bool transformer = set.transformer();
