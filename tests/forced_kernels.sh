@@ -1,0 +1,14 @@
+#!/bin/sh
+# Runs a test command with TAPESTRY_KERNELS=CAP forced, or skips (exit 77, CTest's
+# SKIP_RETURN_CODE) with the reason when this CPU cannot run CAP or would run it anyway.
+# usage: forced_kernels.sh CAP COMMAND...
+cap=$1
+shift
+has() { grep -qw "$1" /proc/cpuinfo 2>/dev/null; }
+case $cap in
+  avx2)
+    has avx2 && has fma || { echo "skipped: this CPU has no AVX2 and FMA"; exit 77; }
+    has avx512f || { echo "skipped: without AVX-512 the default run already uses the AVX2 kernels"; exit 77; }
+    ;;
+esac
+TAPESTRY_KERNELS=$cap exec "$@"
