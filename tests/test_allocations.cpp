@@ -21,6 +21,35 @@ auto& allocations = tapestry::cli::heap_counter.allocations;
 using namespace tapestry;
 using namespace tapestry::models;
 
+namespace {
+// Random pairs over tokens 4..23, sources 5-8 and targets 4-6 tokens long, as one batch.
+Batch random_batch(uint64_t seed, int rows) {
+  Rng rng(seed);
+  std::vector<EncodedPair> pairs;
+  for (int i = 0; i < rows; ++i) {
+    EncodedPair p;
+    for (int t = 0; t < 5 + i % 4; ++t) p.src.push_back(static_cast<int32_t>(4 + rng.randint(20)));
+    for (int t = 0; t < 4 + i % 3; ++t) p.tgt.push_back(static_cast<int32_t>(4 + rng.randint(20)));
+    pairs.push_back(p);
+  }
+  std::vector<int64_t> ids(static_cast<size_t>(rows));
+  for (int i = 0; i < rows; ++i) ids[static_cast<size_t>(i)] = i;
+  return make_batch(pairs, ids);
+}
+
+// A toy Transformer: 2+2 layers, d 16, 4 heads, over 24 tokens.
+Seq2SeqConfig toy_transformer() {
+  Seq2SeqConfig c;
+  c.arch = Arch::transformer;
+  c.src_vocab = c.tgt_vocab = 24;
+  c.d_model = 16;
+  c.heads = 4;
+  c.ffn = 32;
+  c.enc_layers = c.dec_layers = 2;
+  return c;
+}
+}  // namespace
+
 TEST_CASE("a steady training step makes no heap allocation", "[train][memory]") {
 #if defined(__SANITIZE_ADDRESS__)
   WARN("AddressSanitizer owns the allocator here: allocations are counted in the plain build");
@@ -35,17 +64,7 @@ TEST_CASE("a steady training step makes no heap allocation", "[train][memory]") 
   counting = false;
   ::operator delete(probe);
   REQUIRE(allocations.load() == 1);
-  Rng rng(3);
-  std::vector<EncodedPair> pairs;
-  for (int i = 0; i < 16; ++i) {
-    EncodedPair p;
-    for (int t = 0; t < 5 + i % 4; ++t) p.src.push_back(static_cast<int32_t>(4 + rng.randint(20)));
-    for (int t = 0; t < 4 + i % 3; ++t) p.tgt.push_back(static_cast<int32_t>(4 + rng.randint(20)));
-    pairs.push_back(p);
-  }
-  std::vector<int64_t> rows(16);
-  for (int i = 0; i < 16; ++i) rows[i] = i;
-  const Batch batch = make_batch(pairs, rows);
+  const Batch batch = random_batch(3, 16);
   for (nn::AttentionKind kind : {nn::AttentionKind::bahdanau, nn::AttentionKind::general}) {
     for (nn::CellKind cell : {nn::CellKind::gru, nn::CellKind::lstm}) {
       Seq2SeqConfig c;
@@ -70,13 +89,7 @@ TEST_CASE("a steady training step makes no heap allocation", "[train][memory]") 
   }
   // The Transformer, post- and pre-norm, with dropout and label smoothing and the noam schedule.
   for (nn::NormPlace norm : {nn::NormPlace::post, nn::NormPlace::pre}) {
-    Seq2SeqConfig c;
-    c.arch = Arch::transformer;
-    c.src_vocab = c.tgt_vocab = 24;
-    c.d_model = 16;
-    c.heads = 4;
-    c.ffn = 32;
-    c.enc_layers = c.dec_layers = 2;
+    Seq2SeqConfig c = toy_transformer();
     c.norm = norm;
     c.dropout = 0.1;
     Seq2Seq model(c);
@@ -97,21 +110,6 @@ TEST_CASE("a steady training step makes no heap allocation", "[train][memory]") 
 }
 
 namespace {
-// Random pairs over tokens 4..23, sources 5-8 and targets 4-6 tokens long, as one batch.
-Batch random_batch(uint64_t seed, int rows) {
-  Rng rng(seed);
-  std::vector<EncodedPair> pairs;
-  for (int i = 0; i < rows; ++i) {
-    EncodedPair p;
-    for (int t = 0; t < 5 + i % 4; ++t) p.src.push_back(static_cast<int32_t>(4 + rng.randint(20)));
-    for (int t = 0; t < 4 + i % 3; ++t) p.tgt.push_back(static_cast<int32_t>(4 + rng.randint(20)));
-    pairs.push_back(p);
-  }
-  std::vector<int64_t> ids(static_cast<size_t>(rows));
-  for (int i = 0; i < rows; ++i) ids[static_cast<size_t>(i)] = i;
-  return make_batch(pairs, ids);
-}
-
 // Allocations over 5 calls decoding each batch, after 3 such rounds of warm-up, with one
 // workspace, one set of weight packs and one output list throughout.
 int64_t steady_decode_allocations(Seq2Seq& model, const std::vector<Batch>& batches, int64_t shards,
@@ -160,14 +158,7 @@ TEST_CASE("steady greedy decoding makes no heap allocation", "[decode][memory]")
       c.decoder = kind == nn::AttentionKind::general ? DecoderKind::luong : DecoderKind::bahdanau;
       configs.push_back(c);
     }
-  Seq2SeqConfig t;
-  t.arch = Arch::transformer;
-  t.src_vocab = t.tgt_vocab = 24;
-  t.d_model = 16;
-  t.heads = 4;
-  t.ffn = 32;
-  t.enc_layers = t.dec_layers = 2;
-  configs.push_back(t);
+  configs.push_back(toy_transformer());
   for (const Seq2SeqConfig& c : configs) {
     Seq2Seq model(c);
     for (bool early_exit : {true, false}) {
