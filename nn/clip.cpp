@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tapestry/core/parallel.h"
@@ -13,19 +14,25 @@ namespace {
 
 constexpr int kJobs = 2;
 
-// Sum of squares: blocks of 4096 summed in T over 16 independent lanes (which vectorise), each
-// block's sum then added in double.
+// Sum of squares: blocks of up to 4096 summed in T over 16 independent lanes (which vectorise),
+// each block's sum then added in double; the last fewer than 16 elements are added in double.
+// Most of a small model's gradients are shorter than a block, so the last block is one too.
 template <class T>
 double sum_squares(const T* d, int64_t n) {
   constexpr int kLanes = 16;
   constexpr int64_t kBlock = 4096;
   double total = 0;
   int64_t j = 0;
-  for (; j + kBlock <= n; j += kBlock) {
+  for (; j + kLanes <= n; j += kBlock) {
+    const int64_t len = std::min(kBlock, (n - j) / kLanes * kLanes);
     T acc[kLanes] = {};
-    for (int64_t i = 0; i < kBlock; i += kLanes)
+    for (int64_t i = 0; i < len; i += kLanes)
       for (int u = 0; u < kLanes; ++u) acc[u] += d[j + i + u] * d[j + i + u];
     for (int u = 0; u < kLanes; ++u) total += static_cast<double>(acc[u]);
+    if (len < kBlock) {
+      j += len;
+      break;
+    }
   }
   for (; j < n; ++j) total += static_cast<double>(d[j]) * d[j];
   return total;

@@ -448,6 +448,26 @@ TEST_CASE("clip_grad_norm: global norm, scaling, and the pre-clip norm returned"
   REQUIRE(a.grad.at(0) < 3.0);
 }
 
+TEST_CASE("clip_grad_norm: float32 gradients of every length against a double sum",
+          "[optim][clip]") {
+  // Lengths around the 16 lanes and the 4096-element blocks of the vectorised sum, split in two
+  // halves (one per job): every path of the sum, each against sum x^2 in double.
+  Rng rng(11);
+  for (const int64_t n : {1, 15, 16, 17, 31, 33, 100, 4095, 4096, 4097, 8192 + 40, 20000}) {
+    Parameter p(Tensor::zeros(Shape{n}, DType::f32));
+    double want = 0;
+    float* d = p.grad.data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      d[i] = static_cast<float>(rng.normal());
+      want += static_cast<double>(d[i]) * d[i];
+    }
+    std::vector<Parameter*> params{&p};
+    INFO("n = " << n);
+    // Float lanes over blocks of at most 4096: a relative error far below 1e-6.
+    REQUIRE(clip_grad_norm(params, 1e9) == Approx(std::sqrt(want)).epsilon(1e-6));
+  }
+}
+
 TEST_CASE("clip_grad_norm: a non-finite norm is returned and gradients left alone",
           "[optim][clip]") {
   Parameter a(vec({0.0, 0.0})), b(vec({0.0}));
