@@ -12,6 +12,8 @@
 #include "tapestry/core/packed.h"
 #include "tapestry/core/parallel.h"
 #include "tapestry/models/limits.h"
+#include "tapestry/models/rnn_inference.h"
+#include "tapestry/models/stepper.h"
 #include "tapestry/ops/kernels.h"
 #include "tapestry/ops/ops.h"
 
@@ -107,24 +109,6 @@ void step_log_probs(const Var& z, LogProbs<T>& out) {
   for (int64_t r = 0; r < b; ++r) row_log_softmax(pz + r * v, v, out.lp.data() + r * v);
 }
 
-// One architecture's decoding steps over a batch, behind one interface for greedy and beam
-// search: the logits of the next token for every row, and the state carried between steps. A
-// stepper is made once for a model and a tape and started afresh for every batch.
-class Stepper {
- public:
-  virtual ~Stepper() = default;
-  // Encodes the batch, repeats its rows as `rows` says (beam search's k rows per sentence; empty:
-  // each row once) and starts the decoder's state for up to `capacity` steps.
-  virtual void start(const Batch& batch, std::span<const int32_t> rows, int64_t capacity) = 0;
-  // The logits (B,V) after feeding y_prev (B ids) at step t; `weights` gets this step's attention
-  // over the source (B,S) (undefined when the model has none).
-  virtual Var step(std::span<const int32_t> y_prev, int64_t t, Var& weights) = 0;
-  // Row i continues from row rows[i] (beam search's parents).
-  virtual void select_rows(std::span<const int32_t> rows) = 0;
-  // Returns the state's tensors to the pool (a kept stepper holds no memory between batches).
-  virtual void release() = 0;
-};
-
 class RnnStepper : public Stepper {
  public:
   RnnStepper(Seq2Seq& model, Tape& tape) : model_(model), tape_(tape) {}
@@ -187,8 +171,10 @@ class TransformerStepper : public Stepper {
   std::vector<nn::TransformerDecoderLayer::Weights> layer_weights_;
 };
 
-std::unique_ptr<Stepper> make_stepper(Seq2Seq& model, Tape& tape) {
+std::unique_ptr<Stepper> make_stepper(Seq2Seq& model, Tape& tape, const DecodeOptions& options) {
   if (model.is_transformer()) return std::make_unique<TransformerStepper>(model, tape);
+  if (!options.through_ops && rnn_inference_supported(model))
+    return make_rnn_inference_stepper(model, tape);
   return std::make_unique<RnnStepper>(model, tape);
 }
 
@@ -262,6 +248,7 @@ struct GreedyShard {
   // another was freed gets a new stepper too.
   const void* model = nullptr;
   const void* transformer = nullptr;
+  bool through_ops = false;
 };
 
 template <class T>
@@ -285,10 +272,12 @@ void greedy_shard(Seq2Seq& model, const Batch& batch, const DecodeOptions& optio
     longest = std::max(longest, ws.limit[r]);
   }
   const void* transformer = model.is_transformer() ? &model.transformer() : nullptr;
-  if (ws.model != &model || ws.transformer != transformer) {
-    ws.stepper = make_stepper(model, tape);
+  if (ws.model != &model || ws.transformer != transformer ||
+      ws.through_ops != options.through_ops) {
+    ws.stepper = make_stepper(model, tape, options);
     ws.model = &model;
     ws.transformer = transformer;
+    ws.through_ops = options.through_ops;
   }
   Stepper& stepper = *ws.stepper;
   stepper.start(batch, {}, longest);
@@ -351,7 +340,7 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
       st.alive[i].log_prob = i == 0 ? 0.0 : kDead;  // one start, so the first step has no twins
     }
   }
-  const std::unique_ptr<Stepper> stepper = make_stepper(model, tape);
+  const std::unique_ptr<Stepper> stepper = make_stepper(model, tape, options);
   stepper->start(batch, expand, longest);
 
   std::vector<int32_t> y(static_cast<size_t>(b * k), Vocab::kBos);

@@ -43,6 +43,10 @@ struct DecodeOptions {
   // Greedy decoding's buffers kept across calls (see DecodeWorkspace); null: each call makes its
   // own.
   DecodeWorkspace* workspace = nullptr;
+  // true: every step through the ops, on a tape that records nothing, even for a model the raw
+  // path of models/rnn_inference.h covers (the reference that path is tested against; both give
+  // the same bits).
+  bool through_ops = false;
 };
 
 struct Hypothesis {

@@ -1,6 +1,8 @@
 // Fused attention kernels: loops over (B,S,K) that vectorise along the last axis.
 #include "tapestry/ops/attention_ops.h"
 
+#include <algorithm>
+
 #include "tapestry/ops/kernels.h"
 
 namespace tapestry::ops {
@@ -58,15 +60,20 @@ TAPESTRY_OP(kAdditiveScores, "additive_scores", additive_scores_backward,
             "e = sum_a v tanh(p + q);  dp += de v (1 - t^2);  dq += sum_s de v (1 - t^2);  "
             "dv += sum de t");
 
-namespace {
+namespace forward {
 // e[i,j] = v . tanh(p[i,j,:] + q[i,:]), each in one pass over its row (detail::tanh_dot).
 template <class T>
-void additive_rows(const T* pp, const T* pq, const T* pv, T* pe, int64_t b, int64_t s, int64_t a) {
+void additive_scores(const T* pp, const T* pq, const T* pv, T* pe, int64_t b, int64_t s,
+                     int64_t a) {
   for (int64_t i = 0; i < b; ++i)
     for (int64_t j = 0; j < s; ++j)
       pe[i * s + j] = detail::tanh_dot(pp + (i * s + j) * a, pq + i * a, pv, a);
 }
-}  // namespace
+template void additive_scores(const float*, const float*, const float*, float*, int64_t, int64_t,
+                              int64_t);
+template void additive_scores(const double*, const double*, const double*, double*, int64_t,
+                              int64_t, int64_t);
+}  // namespace forward
 
 Var additive_scores(const Var& p, const Var& q, const Var& v) {
   check_same_dtype("additive_scores", {&p.value(), &q.value(), &v.value()});
@@ -77,8 +84,8 @@ Var additive_scores(const Var& p, const Var& q, const Var& v) {
   Tensor e = Tensor::empty({b, s}, p.dtype());
   dispatch(p.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    additive_rows<T>(p.value().data<T>(), q.value().data<T>(), v.value().data<T>(), e.data<T>(), b,
-                     s, a);
+    forward::additive_scores<T>(p.value().data<T>(), q.value().data<T>(), v.value().data<T>(),
+                                e.data<T>(), b, s, a);
   });
   Tape* tape = recording_tape({&p, &q, &v});
   if (!tape) return Var(std::move(e));
@@ -121,6 +128,17 @@ void dot_scores_backward(Tape& tape, const Node& n) {
 TAPESTRY_OP(kDotScores, "dot_scores", dot_scores_backward,
             "e[b,s] = keys[b,s] . q[b];  dkeys[b,s] += de[b,s] q[b];  dq[b] += sum_s de keys[b,s]");
 
+namespace forward {
+template <class T>
+void dot_scores(const T* pk, const T* pq, T* pe, int64_t b, int64_t s, int64_t k) {
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < s; ++j)
+      pe[i * s + j] = detail::dot(pk + (i * s + j) * k, pq + i * k, k);
+}
+template void dot_scores(const float*, const float*, float*, int64_t, int64_t, int64_t);
+template void dot_scores(const double*, const double*, double*, int64_t, int64_t, int64_t);
+}  // namespace forward
+
 Var dot_scores(const Var& keys, const Var& q) {
   check_same_dtype("dot_scores", {&keys.value(), &q.value()});
   if (keys.ndim() != 3 || q.ndim() != 2 || q.dim(0) != keys.dim(0) || q.dim(1) != keys.dim(2))
@@ -129,13 +147,7 @@ Var dot_scores(const Var& keys, const Var& q) {
   Tensor e = Tensor::empty({b, s}, keys.dtype());
   dispatch(keys.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* pk = keys.value().data<T>();
-    const T* pq = q.value().data<T>();
-    T* pe = e.data<T>();
-    for (int64_t i = 0; i < b; ++i)
-      for (int64_t j = 0; j < s; ++j) {
-        pe[i * s + j] = detail::dot(pk + (i * s + j) * k, pq + i * k, k);
-      }
+    forward::dot_scores<T>(keys.value().data<T>(), q.value().data<T>(), e.data<T>(), b, s, k);
   });
   Tape* tape = recording_tape({&keys, &q});
   if (!tape) return Var(std::move(e));
@@ -178,24 +190,31 @@ TAPESTRY_OP(kWeightedSum, "weighted_sum", weighted_sum_backward,
             "c[b] = sum_s a[b,s] values[b,s];  da[b,s] += dc[b] . values[b,s];  "
             "dvalues[b,s] += a[b,s] dc[b]");
 
+namespace forward {
+template <class T>
+void weighted_sum(const T* pa, const T* pv, T* pc, int64_t b, int64_t s, int64_t k) {
+  std::fill(pc, pc + b * k, T(0));
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < s; ++j) {
+      const T w = pa[i * s + j];
+      if (w == T(0)) continue;  // masked positions add nothing (and are often most of a row)
+      const T* row = pv + (i * s + j) * k;
+      for (int64_t col = 0; col < k; ++col) pc[i * k + col] += w * row[col];
+    }
+}
+template void weighted_sum(const float*, const float*, float*, int64_t, int64_t, int64_t);
+template void weighted_sum(const double*, const double*, double*, int64_t, int64_t, int64_t);
+}  // namespace forward
+
 Var weighted_sum(const Var& a, const Var& values) {
   check_same_dtype("weighted_sum", {&a.value(), &values.value()});
   if (values.ndim() != 3 || a.ndim() != 2 || a.dim(0) != values.dim(0) || a.dim(1) != values.dim(1))
     misfit("weighted_sum", {&a, &values}, "(B,S) and (B,S,K)");
   const int64_t b = values.dim(0), s = values.dim(1), k = values.dim(2);
-  Tensor c = Tensor::zeros({b, k}, values.dtype());
+  Tensor c = Tensor::empty({b, k}, values.dtype());
   dispatch(values.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* pa = a.value().data<T>();
-    const T* pv = values.value().data<T>();
-    T* pc = c.data<T>();
-    for (int64_t i = 0; i < b; ++i)
-      for (int64_t j = 0; j < s; ++j) {
-        const T w = pa[i * s + j];
-        if (w == T(0)) continue;  // masked positions add nothing (and are often most of a row)
-        const T* row = pv + (i * s + j) * k;
-        for (int64_t col = 0; col < k; ++col) pc[i * k + col] += w * row[col];
-      }
+    forward::weighted_sum<T>(a.value().data<T>(), values.value().data<T>(), c.data<T>(), b, s, k);
   });
   Tape* tape = recording_tape({&a, &values});
   if (!tape) return Var(std::move(c));

@@ -18,4 +18,16 @@ Var weighted_sum(const Var& a, const Var& values);
 
 // Each throws ShapeError naming the op and every shape when they do not fit.
 
+// The forward loops of the three ops on raw row-major arrays, for an inference path that records
+// nothing (models/rnn_inference.h): the ops call these same functions, so both give the same
+// bits. Instantiated for float and double.
+namespace forward {
+template <class T>
+void additive_scores(const T* p, const T* q, const T* v, T* e, int64_t b, int64_t s, int64_t a);
+template <class T>
+void dot_scores(const T* keys, const T* q, T* e, int64_t b, int64_t s, int64_t k);
+template <class T>
+void weighted_sum(const T* a, const T* values, T* c, int64_t b, int64_t s, int64_t k);
+}  // namespace forward
+
 }  // namespace tapestry::ops

@@ -8,6 +8,42 @@
 
 namespace tapestry::ops {
 
+namespace forward {
+template <class T>
+void softmax_row(const T* px, const T* pm, T* py, int64_t len, int64_t step, bool log) {
+  const T inf = std::numeric_limits<T>::infinity();
+  const int64_t end = len * step;
+  T m = -inf;
+  for (int64_t j = 0; j < end; j += step)
+    if ((!pm || pm[j] != 0) && px[j] > m) m = px[j];
+  if (m == -inf) {  // no real position: zeros (or -inf), never exp(-inf - -inf) = NaN
+    for (int64_t j = 0; j < end; j += step) py[j] = log ? -inf : T(0);
+    return;
+  }
+  T s = 0;
+  for (int64_t j = 0; j < end; j += step) {
+    if (pm && pm[j] == 0) {
+      py[j] = log ? -inf : T(0);
+      continue;
+    }
+    const T e = std::exp(px[j] - m);
+    s += e;
+    if (!log) py[j] = e;
+  }
+  if (log) {
+    const T ls = std::log(s);  // (x - m) - ls, not x - (m + ls): exact when |m| is large
+    for (int64_t j = 0; j < end; j += step)
+      if (!pm || pm[j] != 0) py[j] = (px[j] - m) - ls;
+  } else {
+    const T inv = T(1) / s;
+    for (int64_t j = 0; j < end; j += step)
+      if (!pm || pm[j] != 0) py[j] *= inv;
+  }
+}
+template void softmax_row(const float*, const float*, float*, int64_t, int64_t, bool);
+template void softmax_row(const double*, const double*, double*, int64_t, int64_t, bool);
+}  // namespace forward
+
 namespace {
 
 // Calls f(base) for every row of `shape` along `axis`: base is the flat index of the row's first
@@ -47,38 +83,11 @@ Tensor softmax_forward(const Tensor& x, int axis, const Tensor& mask, bool log) 
   const int64_t len = x.shape()[axis], step = x.shape().inner(axis);
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T inf = std::numeric_limits<T>::infinity();
     const T* px = x.data<T>();
     const T* pm = mask.defined() ? mask.data<T>() : nullptr;
     T* py = y.data<T>();
     for_each_row(x.shape(), axis, [&](int64_t base) {
-      const int64_t end = base + len * step;
-      T m = -inf;
-      for (int64_t j = base; j < end; j += step)
-        if ((!pm || pm[j] != 0) && px[j] > m) m = px[j];
-      if (m == -inf) {  // no real position: zeros (or -inf), never exp(-inf - -inf) = NaN
-        for (int64_t j = base; j < end; j += step) py[j] = log ? -inf : T(0);
-        return;
-      }
-      T s = 0;
-      for (int64_t j = base; j < end; j += step) {
-        if (pm && pm[j] == 0) {
-          py[j] = log ? -inf : T(0);
-          continue;
-        }
-        const T e = std::exp(px[j] - m);
-        s += e;
-        if (!log) py[j] = e;
-      }
-      if (log) {
-        const T ls = std::log(s);  // (x - m) - ls, not x - (m + ls): exact when |m| is large
-        for (int64_t j = base; j < end; j += step)
-          if (!pm || pm[j] != 0) py[j] = (px[j] - m) - ls;
-      } else {
-        const T inv = T(1) / s;
-        for (int64_t j = base; j < end; j += step)
-          if (!pm || pm[j] != 0) py[j] *= inv;
-      }
+      forward::softmax_row<T>(px + base, pm ? pm + base : nullptr, py + base, len, step, log);
     });
   });
   return y;

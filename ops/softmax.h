@@ -21,4 +21,12 @@ Var softmax(const Var& x, int axis = -1, const Tensor& valid = Tensor());
 // (and rows with no real position) receive no gradient. Same errors as softmax.
 Var log_softmax(const Var& x, int axis = -1, const Tensor& valid = Tensor());
 
+// The forward loop of both ops over one row of len elements `step` apart, with its mask (null:
+// every position real), for an inference path that records nothing: the ops call this same
+// function, so both give the same bits. Instantiated for float and double.
+namespace forward {
+template <class T>
+void softmax_row(const T* x, const T* mask, T* y, int64_t len, int64_t step, bool log);
+}  // namespace forward
+
 }  // namespace tapestry::ops

@@ -7,6 +7,7 @@
 
 #include "tapestry/core/packed.h"
 #include "tapestry/models/decode.h"
+#include "tapestry/models/rnn_inference.h"
 #include "tapestry/models/seq2seq.h"
 
 using namespace tapestry;
@@ -80,6 +81,69 @@ TEST_CASE("beam search of width 1 is greedy decoding exactly", "[decode]") {
       }
     }
   }
+}
+
+TEST_CASE("the raw RNN path decodes to the same bits as the ops", "[decode][inference]") {
+  // Every cell, attention and decoder the raw path covers, 1 and 2 layers, with and without the
+  // deep output: greedy (one shard and two) and beam 3 with 3-best lists, tokens,
+  // log-probabilities, scores and attention weights compared for exact equality with decoding
+  // through the ops.
+  const Batch batch = all_sources();
+  int configs = 0;
+  for (nn::CellKind cell : {nn::CellKind::rnn, nn::CellKind::gru, nn::CellKind::lstm})
+    for (nn::AttentionKind kind :
+         {nn::AttentionKind::none, nn::AttentionKind::bahdanau, nn::AttentionKind::dot})
+      for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong})
+        for (int layers : {1, 2})
+          for (bool deep : {true, false}) {
+            if (dec == DecoderKind::luong && !deep) continue;  // Luong has no deep output
+            Seq2SeqConfig c = small_config(kind, dec, cell);
+            c.layers = layers;
+            c.deep_output = deep;
+            Seq2Seq model(c);
+            sharpen(model);
+            INFO(fmt::format("{} cell, {} attention, {} decoder, {} layers, deep output {}",
+                             nn::cell_name(cell), nn::attention_name(kind), decoder_name(dec),
+                             layers, deep));
+            REQUIRE(rnn_inference_supported(model));
+            for (int64_t beam : {1, 3})
+              for (int64_t shards : {1, 2}) {
+                DecodeOptions o;
+                o.beam = beam;
+                o.nbest = beam;
+                o.shards = shards;
+                const auto raw = decode(model, batch, o);
+                o.through_ops = true;
+                const auto ops = decode(model, batch, o);
+                INFO("beam " << beam << ", " << shards << " shards");
+                REQUIRE(raw.size() == ops.size());
+                for (size_t r = 0; r < raw.size(); ++r) {
+                  REQUIRE(raw[r].size() == ops[r].size());
+                  for (size_t i = 0; i < raw[r].size(); ++i) {
+                    CHECK(raw[r][i].tokens == ops[r][i].tokens);
+                    CHECK(raw[r][i].finished == ops[r][i].finished);
+                    CHECK(raw[r][i].log_prob == ops[r][i].log_prob);
+                    CHECK(raw[r][i].score == ops[r][i].score);
+                    CHECK(raw[r][i].attention == ops[r][i].attention);
+                  }
+                }
+              }
+            ++configs;
+          }
+  REQUIRE(configs == 3 * 3 * 3 * 2);
+}
+
+TEST_CASE("models the raw RNN path does not cover decode through the ops", "[decode][inference]") {
+  Seq2Seq concat(small_config(nn::AttentionKind::concat, DecoderKind::bahdanau, nn::CellKind::gru));
+  CHECK_FALSE(rnn_inference_supported(concat));
+  Seq2Seq f64(small_config(nn::AttentionKind::bahdanau, DecoderKind::bahdanau, nn::CellKind::gru),
+              DType::f64);
+  CHECK_FALSE(rnn_inference_supported(f64));
+  Tape tape;
+  REQUIRE_THROWS_AS(make_rnn_inference_stepper(concat, tape), ValueError);
+  // Decoding them still works (through the ops).
+  const auto out = greedy_decode(concat, all_sources());
+  CHECK(out.size() == 5);
 }
 
 TEST_CASE("a greedy step takes the most likely output token with its log-softmax probability",

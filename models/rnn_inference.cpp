@@ -1,0 +1,451 @@
+// RNN decoding on raw buffers: the encoder's recurrence, the attention and the decoder's cells,
+// each computation the one its op runs (packed products, ops::forward and ops::detail kernels).
+#include "tapestry/models/rnn_inference.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tapestry/core/cpu_kernels.h"
+#include "tapestry/core/packed.h"
+#include "tapestry/models/vocab.h"
+#include "tapestry/ops/attention_ops.h"
+#include "tapestry/ops/kernels.h"
+#include "tapestry/ops/softmax.h"
+
+namespace tapestry::models {
+
+namespace {
+
+using nn::AttentionKind;
+using nn::CellKind;
+using Buffer = std::vector<float>;  // keeps its capacity from batch to batch
+
+float* sized(Buffer& b, int64_t n) {
+  b.resize(static_cast<size_t>(n));
+  return b.data();
+}
+
+// A weight with its pack, resolved once per batch, and its bias (null: none).
+struct Product {
+  const nn::Parameter* weight = nullptr;
+  const nn::Parameter* bias = nullptr;
+  const PackedMatrix* pack = nullptr;
+
+  int64_t out() const { return weight->value.dim(0); }
+  int64_t in() const { return weight->value.dim(1); }
+  // y (rows,N) = x (rows,K) W^T + b: the call ops::affine and ops::matmul make with a pack.
+  void run(const float* x, int64_t rows, float* y) const {
+    gemm_packed(rows, in(), x, in(), *pack, 0.0f, y, out(),
+                bias ? bias->value.data<float>() : nullptr);
+  }
+};
+
+// One recurrent cell's weights: the input product (with b_ih), the hidden product and b_hh.
+struct CellWeights {
+  Product ih, hh;
+  const float* b_hh = nullptr;
+};
+
+// Copies n floats.
+void copy(const float* from, float* to, int64_t n) {
+  std::copy(from, from + n, to);
+}
+
+class RnnInference final : public Stepper {
+ public:
+  RnnInference(Seq2Seq& model, Tape& tape)
+      : config_(model.config()), tape_(tape), kind_(config_.cell), attention_(config_.attention) {
+    for (auto& [name, p] : model.named_parameters()) params_[name] = p;
+    const int directions = config_.bidirectional ? 2 : 1;
+    for (int l = 0; l < config_.layers; ++l)
+      for (int d = 0; d < directions; ++d) {
+        const std::string sfx = fmt::format("_l{}{}", l, d ? "_reverse" : "");
+        encoder_.push_back(cell_weights("encoder.rnn.weight_ih" + sfx, "encoder.rnn.bias_ih" + sfx,
+                                        "encoder.rnn.weight_hh" + sfx,
+                                        "encoder.rnn.bias_hh" + sfx));
+      }
+    for (int l = 0; l < config_.layers; ++l) {
+      const std::string p = fmt::format("decoder.cells.{}.", l);
+      decoder_.push_back(
+          cell_weights(p + "weight_ih", p + "bias_ih", p + "weight_hh", p + "bias_hh"));
+    }
+    bridge_ = {&param("decoder.bridge.weight"), &param("decoder.bridge.bias"), nullptr};
+    out_ = {&param("decoder.out.weight"), &param("decoder.out.bias"), nullptr};
+    if (config_.decoder == DecoderKind::luong)
+      combine_ = {&param("decoder.combine.weight"), nullptr, nullptr};
+    if (attention_ == AttentionKind::bahdanau) {
+      query_ = {&param("decoder.attention.W"), &param("decoder.attention.b"), nullptr};
+      keys_product_ = {&param("decoder.attention.U"), nullptr, nullptr};
+      v_ = &param("decoder.attention.v");
+    }
+    src_embedding_ = &param("encoder.embedding.weight");
+    tgt_embedding_ = &param("decoder.embedding.weight");
+  }
+
+  void start(const Batch& batch, std::span<const int32_t> rows, int64_t) override {
+    resolve_packs();
+    encode(batch);
+    select_memory(rows);
+    start_decoder();
+  }
+
+  Var step(std::span<const int32_t> y_prev, int64_t, Var& weights) override {
+    const int64_t n = rows_, e = config_.emb, h = config_.hidden, k = config_.key_size();
+    if (static_cast<int64_t>(y_prev.size()) != n)
+      throw ShapeError(
+          fmt::format("rnn inference: {} previous tokens for {} rows", y_prev.size(), n));
+    // [e; r]: the embedded previous tokens and the context (Bahdanau) or h~ (Luong).
+    const int64_t r_size = config_.decoder == DecoderKind::bahdanau ? k : h;
+    float* in0 = sized(in0_, n * (e + r_size));
+    const float* table = tgt_embedding_->value.data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t id = y_prev[i];
+      if (id < 0 || id >= config_.tgt_vocab)
+        throw IndexError(fmt::format("rnn inference: target id {} at row {} outside [0, {})", id, i,
+                                     config_.tgt_vocab));
+      copy(table + id * e, in0 + i * (e + r_size), e);
+    }
+    float* a = attention_ == AttentionKind::none ? nullptr : weights_out(n);
+    if (config_.decoder == DecoderKind::bahdanau) {
+      const float* ctx = attend(h_[config_.layers - 1].data(), a);
+      for (int64_t i = 0; i < n; ++i) copy(ctx + i * k, in0 + i * (e + k) + e, k);
+      run_cells(in0);
+      const float* s = h_[config_.layers - 1].data();
+      const float* features = s;
+      if (config_.deep_output) {  // [s_t; c_t; E y_{t-1}]
+        const int64_t f = h + k + e;
+        float* feat = sized(features_, n * f);
+        for (int64_t i = 0; i < n; ++i) {
+          copy(s + i * h, feat + i * f, h);
+          copy(ctx + i * k, feat + i * f + h, k);
+          copy(in0 + i * (e + k), feat + i * f + h + k, e);
+        }
+        features = feat;
+      }
+      out_.run(features, n, logits_out(n));
+    } else {
+      for (int64_t i = 0; i < n; ++i) copy(feed_.data() + i * h, in0 + i * (e + h) + e, h);
+      run_cells(in0);
+      const float* top = h_[config_.layers - 1].data();
+      const float* ctx = attend(top, a);
+      // h~_t = tanh(W_c [c_t; h_t])
+      float* both = sized(combine_in_, n * (k + h));
+      for (int64_t i = 0; i < n; ++i) {
+        copy(ctx + i * k, both + i * (k + h), k);
+        copy(top + i * h, both + i * (k + h) + k, h);
+      }
+      float* pre = sized(pre_, n * h);
+      combine_.run(both, n, pre);
+      cpu::kernels().tanh(pre, feed_.data(), n * h);
+      out_.run(feed_.data(), n, logits_out(n));
+    }
+    weights = a ? Var(weights_) : Var();
+    return Var(logits_);
+  }
+
+  void select_rows(std::span<const int32_t> rows) override {
+    const int64_t n = static_cast<int64_t>(rows.size()), h = config_.hidden;
+    for (const int32_t r : rows)
+      if (r < 0 || r >= rows_)
+        throw IndexError(fmt::format("rnn inference: row {} outside [0, {})", r, rows_));
+    auto gather = [&](Buffer& b) {
+      if (b.empty()) return;
+      float* g = sized(gathered_, n * h);
+      for (int64_t i = 0; i < n; ++i) copy(b.data() + rows[i] * h, g + i * h, h);
+      b.swap(gathered_);
+    };
+    for (int l = 0; l < config_.layers; ++l) {
+      gather(h_[l]);
+      gather(c_[l]);
+    }
+    gather(feed_);
+    rows_ = n;
+  }
+
+  void release() override {
+    logits_ = Tensor();
+    weights_ = Tensor();
+  }
+
+ private:
+  nn::Parameter& param(const std::string& name) {
+    auto it = params_.find(name);
+    if (it == params_.end())
+      throw ValueError(fmt::format("rnn inference: the model has no parameter {}", name));
+    return *it->second;
+  }
+  CellWeights cell_weights(const std::string& w_ih, const std::string& b_ih,
+                           const std::string& w_hh, const std::string& b_hh) {
+    CellWeights c;
+    c.ih = {&param(w_ih), &param(b_ih), nullptr};
+    c.hh = {&param(w_hh), nullptr, nullptr};
+    c.b_hh = param(b_hh).value.data<float>();
+    return c;
+  }
+
+  // The packs of this batch's weights (the tape's, made now if missing or out of date).
+  void resolve_packs() {
+    WeightPacks* packs = tape_.weight_packs();
+    if (!packs) {
+      own_packs_.invalidate();
+      packs = &own_packs_;
+    }
+    auto resolve = [&](Product& p) {
+      if (p.weight) p.pack = &packs->get(p.weight->value);
+    };
+    for (auto& c : encoder_) resolve(c.ih), resolve(c.hh);
+    for (auto& c : decoder_) resolve(c.ih), resolve(c.hh);
+    for (Product* p : {&bridge_, &out_, &combine_, &query_, &keys_product_}) resolve(*p);
+  }
+
+  // One step of a cell for `n` rows: gx row i at gx + i * gx_stride (with b_ih), hw = h W_hh^T
+  // (n,G*H), the state h, c (n,H) -> h2, c2. The ops' arithmetic: ops::gru_cell's and
+  // ops::lstm_cell's rows, or tanh(gx + (hw + b_hh)) over all n*H elements at once.
+  void cell(const CellWeights& w, const float* gx, int64_t gx_stride, const float* hw,
+            const float* h, const float* c, float* h2, float* c2, int64_t n) {
+    const int64_t hs = config_.hidden;
+    switch (kind_) {
+      case CellKind::gru: {
+        float* gates = sized(gates_, 4 * hs);
+        for (int64_t i = 0; i < n; ++i)
+          ops::detail::gru_row(gx + i * gx_stride, hw + i * 3 * hs, w.b_hh, h + i * hs, gates,
+                               gates + hs, gates + 2 * hs, gates + 3 * hs, h2 + i * hs, hs);
+        return;
+      }
+      case CellKind::lstm: {
+        float* gates = sized(gates_, 4 * hs);
+        for (int64_t i = 0; i < n; ++i)
+          ops::detail::lstm_row(gx + i * gx_stride, hw + i * 4 * hs, w.b_hh, c + i * hs, gates,
+                                c2 + i * hs, h2 + i * hs, hs);
+        return;
+      }
+      case CellKind::rnn: {
+        float* pre = sized(pre_, n * hs);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < hs; ++j)
+            pre[i * hs + j] = gx[i * gx_stride + j] + (hw[i * hs + j] + w.b_hh[j]);
+        cpu::kernels().tanh(pre, h2, n * hs);
+        return;
+      }
+    }
+  }
+
+  // nn::RNN::forward in eval mode: every layer and direction over the padded batch, padded steps
+  // leaving a row's state unchanged and its output 0; keys_ (B,S,K), summary_ (B,K).
+  void encode(const Batch& batch) {
+    const int64_t b = batch.size, s = batch.src_len, e = config_.emb, hs = config_.hidden;
+    const int64_t d_count = config_.bidirectional ? 2 : 1, k = config_.key_size();
+    const int64_t g = nn::gate_count(kind_) * hs;
+    if (b == 0) throw ValueError("rnn inference: an empty batch");
+    int64_t full = s;  // steps real in every row
+    for (int64_t r = 0; r < b; ++r) full = std::min(full, batch.src_lengths[r]);
+    float* x = sized(layer_in_, b * s * e);
+    const float* table = src_embedding_->value.data<float>();
+    for (int64_t r = 0; r < b; ++r)
+      for (int64_t t = 0; t < s; ++t) {
+        const int32_t id = batch.src[r * s + t];
+        if (id < 0 || id >= config_.src_vocab)
+          throw IndexError(fmt::format("seq2seq: source id {} outside the vocabulary [0, {})", id,
+                                       config_.src_vocab));
+        float* row = x + (r * s + t) * e;
+        if (full == s || t < batch.src_lengths[r])
+          copy(table + id * e, row, e);
+        else
+          std::fill(row, row + e, 0.0f);
+      }
+    sized(summary_enc_, b * k);
+    for (int l = 0; l < config_.layers; ++l) {
+      float* out = sized(layer_out_, b * s * d_count * hs);
+      for (int64_t d = 0; d < d_count; ++d) {
+        const CellWeights& w = encoder_[static_cast<size_t>(l * d_count + d)];
+        float* gx = sized(gx_, b * s * g);
+        w.ih.run(layer_in_.data(), b * s, gx);
+        float* h = sized(enc_h_, b * hs);
+        float* c = sized(enc_c_, b * hs);
+        float* h2 = sized(enc_h2_, b * hs);
+        float* c2 = sized(enc_c2_, b * hs);
+        std::fill(h, h + b * hs, 0.0f);
+        std::fill(c, c + b * hs, 0.0f);
+        float* hw = sized(hw_, b * g);
+        for (int64_t i = 0; i < s; ++i) {
+          const int64_t t = d ? s - 1 - i : i;
+          w.hh.run(h, b, hw);
+          cell(w, gx + t * g, s * g, hw, h, c, h2, c2, b);
+          for (int64_t r = 0; r < b; ++r) {
+            float* y = out + (r * s + t) * d_count * hs + d * hs;
+            if (t < batch.src_lengths[r]) {  // every row is real before `full`
+              copy(h2 + r * hs, h + r * hs, hs);
+              if (kind_ == CellKind::lstm) copy(c2 + r * hs, c + r * hs, hs);
+              copy(h2 + r * hs, y, hs);
+            } else {
+              std::fill(y, y + hs, 0.0f);
+            }
+          }
+        }
+        if (l == config_.layers - 1)
+          for (int64_t r = 0; r < b; ++r)
+            copy(h + r * hs, summary_enc_.data() + r * k + d * hs, hs);
+      }
+      layer_in_.swap(layer_out_);
+    }
+    // The top layer's outputs are the keys; the attention's projection of them, once per batch.
+    keys_enc_.swap(layer_in_);
+    src_len_ = s;
+    batch_rows_ = b;
+    lengths_.assign(batch.src_lengths.begin(), batch.src_lengths.end());
+    if (attention_ == AttentionKind::bahdanau) {
+      float* p = sized(projected_enc_, b * s * keys_product_.out());
+      keys_product_.run(keys_enc_.data(), b * s, p);
+    }
+  }
+
+  // The memory of the rows to decode: the batch's rows, or (beam search) rows[i] for row i.
+  void select_memory(std::span<const int32_t> rows) {
+    const int64_t b = batch_rows_, s = src_len_, k = config_.key_size();
+    const int64_t a = attention_ == AttentionKind::bahdanau ? keys_product_.out() : 0;
+    const int64_t n = rows.empty() ? b : static_cast<int64_t>(rows.size());
+    auto source = [&](int64_t i) -> int64_t {
+      const int64_t r = rows.empty() ? i : rows[i];
+      if (r < 0 || r >= b)
+        throw IndexError(fmt::format("attention memory: row {} outside [0, {})", r, b));
+      return r;
+    };
+    float* keys = sized(keys_, n * s * k);
+    float* summary = sized(summary_, n * k);
+    float* projected = sized(projected_, n * s * a);
+    float* valid = sized(valid_, n * s);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t r = source(i);
+      copy(keys_enc_.data() + r * s * k, keys + i * s * k, s * k);
+      copy(summary_enc_.data() + r * k, summary + i * k, k);
+      copy(projected_enc_.data() + r * s * a, projected + i * s * a, s * a);
+      for (int64_t j = 0; j < s; ++j) valid[i * s + j] = j < lengths_[r] ? 1.0f : 0.0f;
+    }
+    rows_ = n;
+  }
+
+  // s_0 = tanh(W_b summary + b_b) in every layer, c_0 = 0, h~_0 = 0.
+  void start_decoder() {
+    const int64_t n = rows_, hs = config_.hidden, layers = config_.layers;
+    float* pre = sized(pre_, n * layers * hs);
+    bridge_.run(summary_.data(), n, pre);
+    float* s0 = sized(s0_, n * layers * hs);
+    cpu::kernels().tanh(pre, s0, n * layers * hs);
+    h_.resize(static_cast<size_t>(layers));
+    c_.resize(static_cast<size_t>(layers));
+    for (int64_t l = 0; l < layers; ++l) {
+      float* h = sized(h_[l], n * hs);
+      for (int64_t i = 0; i < n; ++i) copy(s0 + (i * layers + l) * hs, h + i * hs, hs);
+      if (kind_ == CellKind::lstm)
+        c_[l].assign(static_cast<size_t>(n * hs), 0.0f);
+      else
+        c_[l].clear();
+    }
+    if (config_.decoder == DecoderKind::luong)
+      feed_.assign(static_cast<size_t>(n * hs), 0.0f);
+    else
+      feed_.clear();
+  }
+
+  // The decoder's cells over [e; r] (in0) for layer 0, each later layer over the new h below it.
+  void run_cells(const float* in0) {
+    const int64_t n = rows_, hs = config_.hidden;
+    for (int l = 0; l < config_.layers; ++l) {
+      const CellWeights& w = decoder_[static_cast<size_t>(l)];
+      const int64_t g = w.ih.out();
+      const float* x = l == 0 ? in0 : h_[l - 1].data();
+      float* gx = sized(gx_, n * g);
+      w.ih.run(x, n, gx);
+      float* hw = sized(hw_, n * g);
+      w.hh.run(h_[l].data(), n, hw);
+      float* h2 = sized(h2_, n * hs);
+      float* c2 = kind_ == CellKind::lstm ? sized(c2_, n * hs) : nullptr;
+      cell(w, gx, g, hw, h_[l].data(), c_[l].data(), h2, c2, n);
+      h_[l].swap(h2_);
+      if (c2) c_[l].swap(c2_);
+    }
+  }
+
+  // The weights a (n,S) into `a` and the context (n,K) for the query (n,Hq); the summary for
+  // `none` (a null).
+  const float* attend(const float* query, float* a) {
+    const int64_t n = rows_, s = src_len_, k = config_.key_size();
+    if (attention_ == AttentionKind::none) return summary_.data();
+    float* scores = sized(scores_, n * s);
+    if (attention_ == AttentionKind::bahdanau) {
+      const int64_t at = query_.out();
+      float* wq = sized(wq_, n * at);
+      query_.run(query, n, wq);
+      ops::forward::additive_scores(projected_.data(), wq, v_->value.data<float>(), scores, n, s,
+                                    at);
+    } else {
+      ops::forward::dot_scores(keys_.data(), query, scores, n, s, k);
+    }
+    for (int64_t i = 0; i < n; ++i)
+      ops::forward::softmax_row(scores + i * s, valid_.data() + i * s, a + i * s, s, 1, false);
+    float* ctx = sized(context_, n * k);
+    ops::forward::weighted_sum(a, keys_.data(), ctx, n, s, k);
+    return ctx;
+  }
+
+  // The step's outputs, tensors kept from step to step while their shapes stay.
+  float* logits_out(int64_t n) {
+    const Shape shape{n, config_.tgt_vocab};
+    if (!logits_.defined() || logits_.shape() != shape) logits_ = Tensor::empty(shape, DType::f32);
+    return logits_.data<float>();
+  }
+  float* weights_out(int64_t n) {
+    const Shape shape{n, src_len_};
+    if (!weights_.defined() || weights_.shape() != shape)
+      weights_ = Tensor::empty(shape, DType::f32);
+    return weights_.data<float>();
+  }
+
+  Seq2SeqConfig config_;
+  Tape& tape_;
+  CellKind kind_;
+  AttentionKind attention_;
+  std::map<std::string, nn::Parameter*> params_;
+  WeightPacks own_packs_;  // when the tape has none
+  std::vector<CellWeights> encoder_, decoder_;
+  Product bridge_, out_, combine_, query_, keys_product_;
+  const nn::Parameter* v_ = nullptr;
+  const nn::Parameter* src_embedding_ = nullptr;
+  const nn::Parameter* tgt_embedding_ = nullptr;
+
+  // The encoded batch (B rows), then the memory of the rows decoded (n rows).
+  int64_t batch_rows_ = 0, rows_ = 0, src_len_ = 0;
+  std::vector<int64_t> lengths_;
+  Buffer layer_in_, layer_out_, gx_, hw_, enc_h_, enc_c_, enc_h2_, enc_c2_;
+  Buffer keys_enc_, summary_enc_, projected_enc_;
+  Buffer keys_, summary_, projected_, valid_;
+  // The decoder's state and its step's buffers.
+  std::vector<Buffer> h_, c_;
+  Buffer feed_, s0_, pre_, in0_, h2_, c2_, gates_, features_, combine_in_, scores_, wq_, context_,
+      gathered_;
+  Tensor logits_, weights_;
+};
+
+}  // namespace
+
+bool rnn_inference_supported(const Seq2Seq& model) {
+  const Seq2SeqConfig& c = model.config();
+  return !c.transformer() && model.dtype() == DType::f32 && packed_kernel_available() &&
+         c.fused_attention &&
+         (c.attention == AttentionKind::none || c.attention == AttentionKind::bahdanau ||
+          c.attention == AttentionKind::dot);
+}
+
+std::unique_ptr<Stepper> make_rnn_inference_stepper(Seq2Seq& model, Tape& tape) {
+  if (!rnn_inference_supported(model))
+    throw ValueError(
+        "rnn inference: this model decodes through the ops (not a float32 RNN with "
+        "attention none, bahdanau or dot and the packed kernel)");
+  return std::make_unique<RnnInference>(model, tape);
+}
+
+}  // namespace tapestry::models
