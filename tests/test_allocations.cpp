@@ -113,7 +113,7 @@ namespace {
 // Allocations over 5 calls decoding each batch, after 3 such rounds of warm-up, with one
 // workspace, one set of weight packs and one output list throughout.
 int64_t steady_decode_allocations(Seq2Seq& model, const std::vector<Batch>& batches, int64_t shards,
-                                  bool early_exit) {
+                                  bool early_exit, bool through_ops) {
   WeightPacks packs;
   DecodeWorkspace workspace;
   DecodeOptions o;
@@ -121,6 +121,7 @@ int64_t steady_decode_allocations(Seq2Seq& model, const std::vector<Batch>& batc
   o.workspace = &workspace;
   o.shards = shards;
   o.early_exit = early_exit;
+  o.through_ops = through_ops;
   std::vector<Hypothesis> out;
   for (int i = 0; i < 3; ++i)
     for (const Batch& b : batches) greedy_decode_into(model, b, o, out);
@@ -161,14 +162,17 @@ TEST_CASE("steady greedy decoding makes no heap allocation", "[decode][memory]")
   configs.push_back(toy_transformer());
   for (const Seq2SeqConfig& c : configs) {
     Seq2Seq model(c);
-    for (bool early_exit : {true, false}) {
-      const int64_t single = steady_decode_allocations(model, one, 1, early_exit);
-      const int64_t sharded = steady_decode_allocations(model, many, 2, early_exit);
-      INFO(fmt::format("{}: {} and {} allocations in 10 calls (1 and 16 rows), early exit {}",
-                       c.transformer() ? "transformer" : nn::attention_name(c.attention), single,
-                       sharded, early_exit));
-      CHECK(single == 0);
-      CHECK(sharded == 0);
-    }
+    // The raw RNN path (models/rnn_inference.h) where it applies, and the ops' path.
+    for (bool through_ops : {false, true})
+      for (bool early_exit : {true, false}) {
+        const int64_t single = steady_decode_allocations(model, one, 1, early_exit, through_ops);
+        const int64_t sharded = steady_decode_allocations(model, many, 2, early_exit, through_ops);
+        INFO(fmt::format(
+            "{}: {} and {} allocations in 10 calls (1 and 16 rows), early exit {}, through ops {}",
+            c.transformer() ? "transformer" : nn::attention_name(c.attention), single, sharded,
+            early_exit, through_ops));
+        CHECK(single == 0);
+        CHECK(sharded == 0);
+      }
   }
 }

@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 
+#include "tapestry/core/packed.h"
 #include "tapestry/models/seq2seq.h"
 #include "tools/bench_data.h"
 
@@ -317,6 +318,13 @@ TEST_CASE("tapestry bench prints a RESULT line with the reference's keys", "[ben
   CHECK(res["params"] == 66528);
   CHECK(res["config"] == "tiny");
   CHECK(res["blas_threads"] == 1);
+  // The RNN decodes through the raw path (models/rnn_inference.h) on a CPU with the packed
+  // kernel, through the ops when asked.
+  CHECK(res["decode_path"] == (packed_kernel_available() ? "raw" : "ops"));
+  Run ops = run_bench(
+      "--config tiny --iters 1 --warmup 1 --decode-iters 2 --threads 1 --decode-through-ops");
+  REQUIRE(ops.status == 0);
+  CHECK(ops.output.find("\"decode_path\":\"ops\"") != std::string::npos);
   // The keys' meanings: B*T = 10 decoder positions per step, B = 1 sentence per decoding.
   const double ms = res["train_ms_median"].get<double>();
   CHECK(res["train_tok_s"].get<double>() == Approx(10 / (ms * 1e-3)));

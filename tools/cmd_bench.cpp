@@ -19,6 +19,7 @@
 #include "tapestry/core/parallel.h"
 #include "tapestry/models/decode.h"
 #include "tapestry/models/limits.h"
+#include "tapestry/models/rnn_inference.h"
 #include "tapestry/models/train.h"
 #include "tapestry/nn/clip.h"
 #include "tools/bench_data.h"
@@ -90,7 +91,7 @@ struct BenchSettings {
   int64_t warmup = -1, iters = -1, decode_iters = -1;
   int64_t pool = 8, seed = 0, decode_shards = 2;
   double dropout = -1, lr = -1, clip = 1.0, min_len_frac = 0.7, peak_gflops = 0;
-  bool decode = true, phases = false;
+  bool decode = true, phases = false, decode_through_ops = false;
   std::string model, src_text, tgt_text, dump_batches;  // --model: a saved model on real text
 
   bool transformer() const { return arch == "transformer"; }
@@ -138,6 +139,9 @@ struct BenchSettings {
     f.add("clip", &clip, "global gradient norm clipping (0: off)", 0, 1e9);
     f.add("peak-gflops", &peak_gflops, "if given, report train_gflops as a fraction of it", 0, 1e9);
     f.add_switch("decode", &decode, "time greedy decoding");
+    f.add_switch("decode-through-ops", &decode_through_ops,
+                 "decode every step through the ops even where the raw RNN path applies (the "
+                 "reference it is tested against, to time one against the other)");
     f.add_switch("phases", &phases,
                  "also time forward, backward and clip+Adam separately (extra iterations)");
     f.section("a saved model on real text (tools/bench_recipe.sh)");
@@ -513,6 +517,7 @@ int cmd_bench(const Args& args) {
     dopt.packs = &packs;
     dopt.workspace = &workspace;
     dopt.shards = set.decode_shards;
+    dopt.through_ops = set.decode_through_ops;
     dopt.max_len_ratio = 0;
     dopt.max_len_extra = s.tgt_len;
     DecodeOptions fixed = dopt;
@@ -544,6 +549,8 @@ int cmd_bench(const Args& args) {
     const double b = static_cast<double>(s.batch);
     const double steps_mean =
         std::accumulate(steps.begin(), steps.end(), 0.0) / static_cast<double>(steps.size());
+    const bool raw = !set.decode_through_ops && rnn_inference_supported(model);
+    res["decode_path"] = raw ? "raw" : "ops";
     res["decode_ms_median"] = de.median * 1e3;
     res["decode_ms_min"] = de.min * 1e3;
     res["decode_sent_s"] = b / de.median;
@@ -563,8 +570,9 @@ int cmd_bench(const Args& args) {
     }
     fmt::print(
         "decode: {:9.2f} ms/batch (min {:.2f}) over {} iters | {:10.1f} sent/s ({} greedy steps, "
-        "batch {}{})\n",
-        de.median * 1e3, de.min * 1e3, s.decode_iters, b / de.median, s.tgt_len, s.batch, work);
+        "batch {}, {} path{})\n",
+        de.median * 1e3, de.min * 1e3, s.decode_iters, b / de.median, s.tgt_len, s.batch,
+        raw ? "raw" : "ops", work);
     fmt::print(
         "        stopping at <eos>: {:.2f} ms/batch | {:.1f} sent/s, after "
         "{:.2f} steps on average (min {}, max {}) of {}\n",
