@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "tapestry/models/vocab.h"
 #include "tapestry/ops/attention_ops.h"
 #include "tapestry/ops/kernels.h"
+#include "tapestry/ops/ops.h"
 #include "tapestry/ops/softmax.h"
 
 namespace tapestry::models {
@@ -82,6 +84,7 @@ class RnnInference final : public Stepper {
       keys_product_ = {&param("decoder.attention.U"), nullptr, nullptr};
       v_ = &param("decoder.attention.v");
     }
+    if (attention_ == AttentionKind::general) general_ = &param("decoder.attention.W");
     src_embedding_ = &param("encoder.embedding.weight");
     tgt_embedding_ = &param("decoder.embedding.weight");
   }
@@ -382,8 +385,23 @@ class RnnInference final : public Stepper {
       query_.run(query, n, wq);
       ops::forward::additive_scores(projected_.data(), wq, v_->value.data<float>(), scores, n, s,
                                     at);
-    } else {
-      ops::forward::dot_scores(keys_.data(), query, scores, n, s, k);
+    } else {  // dot, scaled-dot and general: e_j = q . h_j
+      const float* q = query;
+      Tensor qw;
+      if (attention_ == AttentionKind::general) {  // q = s W, the op's own product (not packed)
+        Tensor qt = Tensor::empty({n, config_.hidden}, DType::f32);
+        copy(query, qt.data<float>(), n * config_.hidden);
+        qw = ops::matmul(Var(std::move(qt)), Var(general_->value)).value();
+        q = qw.data<float>();
+      }
+      ops::forward::dot_scores(keys_.data(), q, scores, n, s, k);
+      if (attention_ == AttentionKind::scaled_dot) {  // e / sqrt(K), through the op as well
+        Tensor e = Tensor::empty({n, s}, DType::f32);
+        copy(scores, e.data<float>(), n * s);
+        const Tensor scaled =
+            ops::scale(Var(std::move(e)), 1.0 / std::sqrt(static_cast<double>(k))).value();
+        copy(scaled.data<float>(), scores, n * s);
+      }
     }
     for (int64_t i = 0; i < n; ++i)
       ops::forward::softmax_row(scores + i * s, valid_.data() + i * s, a + i * s, s, 1, false);
@@ -414,6 +432,7 @@ class RnnInference final : public Stepper {
   std::vector<CellWeights> encoder_, decoder_;
   Product bridge_, out_, combine_, query_, keys_product_;
   const nn::Parameter* v_ = nullptr;
+  const nn::Parameter* general_ = nullptr;  // general's W (Hq,K)
   const nn::Parameter* src_embedding_ = nullptr;
   const nn::Parameter* tgt_embedding_ = nullptr;
 
@@ -437,7 +456,8 @@ bool rnn_inference_supported(const Seq2Seq& model) {
   return !c.transformer() && model.dtype() == DType::f32 && packed_kernel_available() &&
          c.fused_attention &&
          (c.attention == AttentionKind::none || c.attention == AttentionKind::bahdanau ||
-          c.attention == AttentionKind::dot);
+          c.attention == AttentionKind::dot || c.attention == AttentionKind::scaled_dot ||
+          c.attention == AttentionKind::general);
 }
 
 std::unique_ptr<Stepper> make_rnn_inference_stepper(Seq2Seq& model, Tape& tape) {

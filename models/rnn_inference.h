@@ -12,8 +12,9 @@
 namespace tapestry::models {
 
 // Whether the raw path covers this model: a float32 RNN with the fused attention kernels and
-// attention none, bahdanau or dot, on a CPU with the packed product kernel (its weights are read
-// through the tape's weight packs). Other models decode through the ops.
+// attention none, bahdanau, dot, scaled-dot or general, on a CPU with the packed product kernel
+// (its weights are read through the tape's weight packs). Other models (concat, cosine and the
+// local variants) decode through the ops.
 bool rnn_inference_supported(const Seq2Seq& model);
 
 // The raw path's stepper, reading the weights' packs from tape.weight_packs() at every start();

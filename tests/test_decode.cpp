@@ -92,7 +92,8 @@ TEST_CASE("the raw RNN path decodes to the same bits as the ops", "[decode][infe
   int configs = 0;
   for (nn::CellKind cell : {nn::CellKind::rnn, nn::CellKind::gru, nn::CellKind::lstm})
     for (nn::AttentionKind kind :
-         {nn::AttentionKind::none, nn::AttentionKind::bahdanau, nn::AttentionKind::dot})
+         {nn::AttentionKind::none, nn::AttentionKind::bahdanau, nn::AttentionKind::dot,
+          nn::AttentionKind::scaled_dot, nn::AttentionKind::general})
       for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong})
         for (int layers : {1, 2})
           for (bool deep : {true, false}) {
@@ -130,7 +131,7 @@ TEST_CASE("the raw RNN path decodes to the same bits as the ops", "[decode][infe
               }
             ++configs;
           }
-  REQUIRE(configs == 3 * 3 * 3 * 2);
+  REQUIRE(configs == 3 * 5 * 3 * 2);
 }
 
 TEST_CASE("models the raw RNN path does not cover decode through the ops", "[decode][inference]") {
