@@ -61,20 +61,29 @@ class RnnInference final : public Stepper {
  public:
   RnnInference(Seq2Seq& model, Tape& tape)
       : config_(model.config()), tape_(tape), kind_(config_.cell), attention_(config_.attention) {
-    for (auto& [name, p] : model.named_parameters()) params_[name] = p;
+    std::map<std::string, nn::Parameter*> params;
+    for (auto& [name, p] : model.named_parameters()) params[name] = p;
+    auto param = [&](const std::string& name) -> nn::Parameter& {
+      auto it = params.find(name);
+      if (it == params.end())
+        throw ValueError(fmt::format("rnn inference: the model has no parameter {}", name));
+      return *it->second;
+    };
+    auto cell_weights = [&](const std::string& prefix, const std::string& suffix) {
+      CellWeights c;
+      c.ih = {&param(prefix + "weight_ih" + suffix), &param(prefix + "bias_ih" + suffix), nullptr};
+      c.hh = {&param(prefix + "weight_hh" + suffix), nullptr, nullptr};
+      c.b_hh = param(prefix + "bias_hh" + suffix).value.data<float>();
+      return c;
+    };
     const int directions = config_.bidirectional ? 2 : 1;
     for (int l = 0; l < config_.layers; ++l)
       for (int d = 0; d < directions; ++d) {
         const std::string sfx = fmt::format("_l{}{}", l, d ? "_reverse" : "");
-        encoder_.push_back(cell_weights("encoder.rnn.weight_ih" + sfx, "encoder.rnn.bias_ih" + sfx,
-                                        "encoder.rnn.weight_hh" + sfx,
-                                        "encoder.rnn.bias_hh" + sfx));
+        encoder_.push_back(cell_weights("encoder.rnn.", sfx));
       }
-    for (int l = 0; l < config_.layers; ++l) {
-      const std::string p = fmt::format("decoder.cells.{}.", l);
-      decoder_.push_back(
-          cell_weights(p + "weight_ih", p + "bias_ih", p + "weight_hh", p + "bias_hh"));
-    }
+    for (int l = 0; l < config_.layers; ++l)
+      decoder_.push_back(cell_weights(fmt::format("decoder.cells.{}.", l), ""));
     bridge_ = {&param("decoder.bridge.weight"), &param("decoder.bridge.bias"), nullptr};
     out_ = {&param("decoder.out.weight"), &param("decoder.out.bias"), nullptr};
     if (config_.decoder == DecoderKind::luong)
@@ -175,21 +184,6 @@ class RnnInference final : public Stepper {
   }
 
  private:
-  nn::Parameter& param(const std::string& name) {
-    auto it = params_.find(name);
-    if (it == params_.end())
-      throw ValueError(fmt::format("rnn inference: the model has no parameter {}", name));
-    return *it->second;
-  }
-  CellWeights cell_weights(const std::string& w_ih, const std::string& b_ih,
-                           const std::string& w_hh, const std::string& b_hh) {
-    CellWeights c;
-    c.ih = {&param(w_ih), &param(b_ih), nullptr};
-    c.hh = {&param(w_hh), nullptr, nullptr};
-    c.b_hh = param(b_hh).value.data<float>();
-    return c;
-  }
-
   // The packs of this batch's weights (the tape's, made now if missing or out of date).
   void resolve_packs() {
     WeightPacks* packs = tape_.weight_packs();
@@ -317,16 +311,24 @@ class RnnInference final : public Stepper {
         throw IndexError(fmt::format("attention memory: row {} outside [0, {})", r, b));
       return r;
     };
-    float* keys = sized(keys_, n * s * k);
-    float* summary = sized(summary_, n * k);
-    float* projected = sized(projected_, n * s * a);
     float* valid = sized(valid_, n * s);
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t r = source(i);
-      copy(keys_enc_.data() + r * s * k, keys + i * s * k, s * k);
-      copy(summary_enc_.data() + r * k, summary + i * k, k);
-      copy(projected_enc_.data() + r * s * a, projected + i * s * a, s * a);
-      for (int64_t j = 0; j < s; ++j) valid[i * s + j] = j < lengths_[r] ? 1.0f : 0.0f;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < s; ++j) valid[i * s + j] = j < lengths_[source(i)] ? 1.0f : 0.0f;
+    if (rows.empty()) {  // each row once: the encoder's buffers are the memory (the swapped-out
+                         // ones keep their capacity for the next batch's encoder)
+      keys_.swap(keys_enc_);
+      summary_.swap(summary_enc_);
+      projected_.swap(projected_enc_);
+    } else {
+      float* keys = sized(keys_, n * s * k);
+      float* summary = sized(summary_, n * k);
+      float* projected = sized(projected_, n * s * a);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t r = source(i);
+        copy(keys_enc_.data() + r * s * k, keys + i * s * k, s * k);
+        copy(summary_enc_.data() + r * k, summary + i * k, k);
+        copy(projected_enc_.data() + r * s * a, projected + i * s * a, s * a);
+      }
     }
     rows_ = n;
   }
@@ -427,7 +429,6 @@ class RnnInference final : public Stepper {
   Tape& tape_;
   CellKind kind_;
   AttentionKind attention_;
-  std::map<std::string, nn::Parameter*> params_;
   WeightPacks own_packs_;  // when the tape has none
   std::vector<CellWeights> encoder_, decoder_;
   Product bridge_, out_, combine_, query_, keys_product_;
