@@ -48,16 +48,13 @@ std::string join(const Preprocess& p, const std::vector<std::string>& tokens, co
     if (sp == nullptr) throw ValueError("preprocess: a subword model without its segmentation");
     return sp->decode(tokens);
   }
-  std::string s;
-  for (const auto& t : tokens) {
-    if (p.mode == Preprocess::Mode::chars) {
-      s += t == kSpace ? " " : t;
-    } else {
-      if (!s.empty()) s += ' ';
-      s += t;
-    }
+  if (p.mode == Preprocess::Mode::chars) {
+    std::string s;
+    for (const auto& t : tokens) s += t == kSpace ? " " : t;
+    return s;
   }
-  return s;
+  // The tutorial's tokens are space-separated words and marks, as its own output was.
+  return detokenize(tokens, p.mode == Preprocess::Mode::words ? p.text : TextOptions{});
 }
 
 std::shared_ptr<const Subword> subword_from_json(const nlohmann::json& j, SubwordKind kind) {

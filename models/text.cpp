@@ -177,6 +177,84 @@ std::vector<std::string> tokenize(std::string_view line, const TextOptions& opti
   return tokens;
 }
 
+namespace {
+enum class Mark { word, closing, opening, straight_quote, low_quote, high_quote };
+
+Mark mark_of(const std::string& token) {
+  static constexpr std::string_view closing[] = {".", ",", "!", "?", ";", ":",
+                                                 ")", "]", "}", "»", "”", "…"};
+  static constexpr std::string_view opening[] = {"(", "[", "{", "«", "¿", "¡"};
+  if (token == "\"") return Mark::straight_quote;
+  if (token == "„") return Mark::low_quote;
+  if (token == "“") return Mark::high_quote;
+  for (std::string_view c : closing)
+    if (token == c) return Mark::closing;
+  for (std::string_view o : opening)
+    if (token == o) return Mark::opening;
+  return Mark::word;
+}
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_letter(const std::string& token) {  // one ASCII letter
+  return token.size() == 1 &&
+         ((token[0] >= 'a' && token[0] <= 'z') || (token[0] >= 'A' && token[0] <= 'Z'));
+}
+}  // namespace
+
+std::string detokenize(const std::vector<std::string>& tokens, const TextOptions& options) {
+  std::string out;
+  bool glue_next = false;      // the previous token opened: no space before this one
+  bool straight_open = false;  // a " has opened and not yet closed
+  bool low_open = false;       // a „ has opened: the next “ closes it
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& t = tokens[i];
+    bool space = !out.empty() && !glue_next;
+    glue_next = false;
+    switch (options.split_punctuation ? mark_of(t) : Mark::word) {
+      case Mark::word:
+        break;
+      case Mark::closing: {
+        space = false;
+        // "3 . 5" -> "3.5", "1 , 000" -> "1,000": the tokenizer split a number.
+        const bool in_number = (t == "." || t == ",") && i > 0 && i + 1 < tokens.size() &&
+                               !tokens[i - 1].empty() && is_digit(tokens[i - 1].back()) &&
+                               !tokens[i + 1].empty() && is_digit(tokens[i + 1].front());
+        // "E . S . E ." -> "E.S.E.": a letter, a full stop, and another letter with its own.
+        const bool in_initials = t == "." && i > 0 && i + 2 < tokens.size() &&
+                                 is_letter(tokens[i - 1]) && is_letter(tokens[i + 1]) &&
+                                 tokens[i + 2] == ".";
+        glue_next = in_number || in_initials;
+        break;
+      }
+      case Mark::opening:
+        glue_next = true;
+        break;
+      case Mark::straight_quote:
+        if (straight_open) space = false;
+        glue_next = !straight_open;
+        straight_open = !straight_open;
+        break;
+      case Mark::low_quote:
+        glue_next = true;
+        low_open = true;
+        break;
+      case Mark::high_quote:
+        if (low_open) {
+          space = false;
+          low_open = false;
+        } else {
+          glue_next = true;
+        }
+        break;
+    }
+    if (space) out += ' ';
+    out += t;
+  }
+  return out;
+}
+
 std::string tutorial_normalize(std::string_view s) {
   std::vector<char32_t> cps = utf8_decode(s);
   for (char32_t& c : cps) c = base_letter(lower(c));

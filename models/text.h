@@ -42,6 +42,15 @@ struct TextOptions {
 // Whitespace tokenisation after the options above (UTF-8 survives untouched otherwise).
 std::vector<std::string> tokenize(std::string_view line, const TextOptions& options);
 
+// The inverse of tokenize for text as it is usually spaced, so that a word-level model's output
+// can be scored against raw references: without split_punctuation the tokens are joined by
+// spaces; with it, closing marks (. , ! ? ; : ) ] } » ” …) join the word before, opening marks
+// (( [ { « „ ¿ ¡) the word after, a straight double quote opens and closes in turn, “ closes
+// a „ and opens otherwise, a . or , between digits joins both ("3 . 5" -> "3.5"), as does
+// a . between initials ("E . S . E ." -> "E.S.E."); dashes keep their spaces.
+// detokenize(tokenize(s)) == s for such text; lower-casing is not undone.
+std::string detokenize(const std::vector<std::string>& tokens, const TextOptions& options);
+
 // normalizeString of the PyTorch tutorial "Translation with a Sequence to Sequence Network and
 // Attention": lower-case, strip, fold accents, " \1" before each of . ! ?, then every run of
 // characters other than a-z . ! ? becomes one space. Returns the normalised string.

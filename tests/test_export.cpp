@@ -457,7 +457,8 @@ TEST_CASE("the exported preprocess.py tokenises and joins text as Tapestry does"
       "Je suis CONTENT !? N'est-ce pas... 3 €?",
       "",
       "   ",
-      "a_b c"};
+      "a_b c",
+      "E.S.E. sells 3.50, 1,000 (\"big\") “Ulysses”, „Faust“ for 2 . 5 at I. A"};
   std::vector<models::Preprocess> modes(6);
   modes[1].text.lowercase = true;
   modes[2].text.split_punctuation = true;

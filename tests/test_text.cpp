@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "tapestry/models/corpus.h"
 #include "tapestry/models/text.h"
@@ -63,6 +64,63 @@ TEST_CASE("tokenize splits on spaces, optionally lower-cases and splits punctuat
                                    "schnell", ")", "!"});
   REQUIRE(tokenize("L'homme porte un t-shirt.", both) ==
           std::vector<std::string>{"l'homme", "porte", "un", "t-shirt", "."});
+}
+
+TEST_CASE("detokenize undoes split punctuation for text as it is usually spaced", "[text]") {
+  const TextOptions split{false, true};
+  // Round trips: each line is spaced as English, German and French-with-guillemets text is.
+  for (const std::string line :
+       {"A man in an orange hat, staring at something.", "Is it (really) a [big] {deal}?!",
+        "He said \"no\" and left...", "Sie sagt: „Guten Tag“ und geht.", "He read “Ulysses” twice.",
+        "Il dit «non»; ¿Qué? ¡Sí!", "It costs 3.50 or 1,000.",
+        "A sign that says E.S.E. Electronics.", "a – b — c…", "Q: \"A\" (\"B\")."})
+    CHECK(detokenize(tokenize(line, split), split) == line);
+  // A spaced-out number is joined: its tokens cannot tell it from "2.5".
+  CHECK(detokenize(tokenize("not 2 . 5", split), split) == "not 2.5");
+  using Tokens = std::vector<std::string>;
+  // Marks at the edges, repeated quotes, and a „ left open: nothing is dropped or doubled.
+  CHECK(detokenize(Tokens{".", "a", "("}, split) == ". a (");
+  CHECK(detokenize(Tokens{"\"", "\"", "\"", "x"}, split) == "\"\" \"x");
+  CHECK(detokenize(Tokens{"„", "a", "b"}, split) == "„a b");
+  CHECK(detokenize(Tokens{"“", "a", "”"}, split) == "“a”");
+  CHECK(detokenize(Tokens{}, split).empty());
+  // Initials need a letter on both sides of each full stop: "I . A" is a sentence and a word.
+  CHECK(detokenize(Tokens{"so", "I", ".", "A", "dog"}, split) == "so I. A dog");
+  // Without split punctuation the tokens were whitespace words: spaces join them, marks and all.
+  CHECK(detokenize(Tokens{"Mann,", "der", ".", "("}, {}) == "Mann, der . (");
+  // Lower-casing is not undone.
+  CHECK(detokenize(tokenize("Ein Mann.", {true, true}), {true, true}) == "ein mann.");
+}
+
+TEST_CASE("detokenize: Multi30k's test sentences come back as they were", "[text]") {
+  const std::filesystem::path dir =
+      std::filesystem::path(TAPESTRY_SOURCE_DIR) / ".." / "shared" / "data" / "multi30k";
+  if (!std::filesystem::exists(dir / "test_2016_flickr.en")) {
+    WARN("skipped: " << dir.string() << " is not there (the ../shared data)");
+    return;
+  }
+  const TextOptions split{false, true};
+  // Usual spacing: no space before a closing mark nor after an opening one.
+  auto usually_spaced = [](const std::string& line) {
+    for (const char* odd : {" .", " ,", " ;", " :", " !", " ?", " )", "( ", " ”", "„ ", "“ "})
+      if (line.find(odd) != std::string::npos) return false;
+    return true;
+  };
+  for (const char* lang : {"en", "de", "fr"}) {
+    std::ifstream in(dir / (std::string("test_2016_flickr.") + lang));
+    int lines = 0, usual = 0;
+    for (std::string line; std::getline(in, line); ++lines) {
+      if (!usually_spaced(line)) continue;
+      ++usual;
+      INFO(lang << " line " << lines + 1);
+      std::istringstream words(line);  // runs of spaces collapse, as tokenizing does
+      std::string collapsed, word;
+      while (words >> word) collapsed += (collapsed.empty() ? "" : " ") + word;
+      CHECK(detokenize(tokenize(line, split), split) == collapsed);
+    }
+    CHECK(lines == 1000);
+    CHECK(usual >= 990);  // the rule covers nearly all of them, or the test would prove little
+  }
 }
 
 TEST_CASE("the tutorial's normalisation and filter, worked by hand from its regexes", "[text]") {

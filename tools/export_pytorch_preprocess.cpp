@@ -109,6 +109,54 @@ def tokenize_words(line, lowercase=False, split_punctuation=False):
     return tokens
 
 
+_CLOSING = {".", ",", "!", "?", ";", ":", ")", "]", "}", "\u00bb", "\u201d", "\u2026"}
+_OPENING = {"(", "[", "{", "\u00ab", "\u00bf", "\u00a1"}
+
+
+def _is_letter(token):  # one ASCII letter
+    return len(token) == 1 and token.isascii() and token.isalpha()
+
+
+def detokenize_words(tokens, split_punctuation=False):
+    """The inverse of tokenize_words for text as it is usually spaced: closing marks join the word
+    before, opening marks the word after, a straight double quote opens and closes in turn, \u201c
+    closes a \u201e and opens otherwise, a . or , between digits joins both, as does a . between
+    initials; dashes keep their spaces."""
+    out = []
+    glue_next = straight_open = low_open = False
+    for i, t in enumerate(tokens):
+        space = bool(out) and not glue_next
+        glue_next = False
+        if not split_punctuation:
+            pass
+        elif t in _CLOSING:
+            space = False
+            glue_next = (t in (".", ",") and 0 < i < len(tokens) - 1 and tokens[i - 1][-1:].isascii()
+                         and tokens[i - 1][-1:].isdigit() and tokens[i + 1][:1].isascii()
+                         and tokens[i + 1][:1].isdigit())
+            glue_next = glue_next or (t == "." and 0 < i < len(tokens) - 2
+                                      and _is_letter(tokens[i - 1]) and _is_letter(tokens[i + 1])
+                                      and tokens[i + 2] == ".")
+        elif t in _OPENING:
+            glue_next = True
+        elif t == '"':
+            if straight_open:
+                space = False
+            glue_next = not straight_open
+            straight_open = not straight_open
+        elif t == "\u201e":
+            glue_next = low_open = True
+        elif t == "\u201c":
+            if low_open:
+                space = low_open = False
+            else:
+                glue_next = True
+        if space:
+            out.append(" ")
+        out.append(t)
+    return "".join(out)
+
+
 def tutorial_normalize(text):
     """normalizeString of the PyTorch tutorial: lower-case, fold accents, strip, " \\1" before
     each of . ! ?, then every run of characters other than a-z . ! ? becomes one space."""
@@ -186,13 +234,14 @@ class Preprocess:
         return self._split(line, self.target_pieces)
 
     def detokenize(self, tokens):
-        """Target tokens -> text. Words are joined by spaces; characters are joined, "_" turning
-        back into a space; SentencePiece joins pieces into plain text."""
+        """Target tokens -> text. Words are joined by spaces, split punctuation rejoining its word
+        (detokenize_words); characters are joined, "_" turning back into a space; SentencePiece
+        joins pieces into plain text."""
         if self.mode == "subword":
             return self.target_pieces.decode_pieces(tokens)
         if self.mode == "chars":
             return "".join(" " if t == SPACE_TOKEN else t for t in tokens)
-        return " ".join(tokens)
+        return detokenize_words(tokens, self.mode == "words" and self.split_punctuation)
 
 
 class Vocab:
