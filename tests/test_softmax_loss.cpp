@@ -411,7 +411,14 @@ std::pair<double, std::vector<double>> plain_cross_entropy(const Tensor& z,
     if (t[i] == ignore_index) continue;
     for (int64_t j = 0; j < v; ++j) {
       const T x = (pz[i * v + j] - m[i]) - r[i];
-      grad[i * v + j] = g * (j == t[i] ? std::expm1(x) : ops::detail::exp(x));
+      // float's e^x through the kernels in use: the op's rows are compiled for their
+      // instruction set, where the exp's polynomial may fuse into FMAs, and this file is not.
+      T e;
+      if constexpr (std::is_same_v<T, float>)
+        cpu::kernels().exp(&x, &e, 1);
+      else
+        e = ops::detail::exp(x);
+      grad[i * v + j] = g * (j == t[i] ? std::expm1(x) : e);
     }
   }
   return {loss, grad};
@@ -510,7 +517,10 @@ void check_rest_bits(uint64_t seed) {
     if (trial % 5 == 0 && n > 1) x[static_cast<size_t>(rng.randint(n))] = -inf;  // masked
     if (trial % 11 == 0) x[static_cast<size_t>(rng.randint(n))] = T(1e-30);      // near-zero gaps
     const T m = ops::detail::max_value(x.data(), n);
-    const T got = ops::detail::softmax_rest(x.data(), n, m), want = select_rest(x.data(), n, m);
+    // The loop itself, compiled with this file's flags as select_rest is (the kernel in use may
+    // be built for another instruction set, whose products can fuse into FMAs: test_cpu_kernels
+    // checks every one of them against double loops).
+    const T got = loops::softmax_rest(x.data(), n, m), want = select_rest(x.data(), n, m);
     INFO("n = " << n << ", trial " << trial);
     REQUIRE(std::isfinite(m));
     CHECK(std::memcmp(&got, &want, sizeof(T)) == 0);
