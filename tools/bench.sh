@@ -132,7 +132,7 @@ reference_of() {
 }
 have_torch=0
 if ! [[ -x $python ]] || ! "$python" -c 'import torch' 2>/dev/null; then
-  echo "PyTorch not installed (apt-get install python3-torch): showing Tapestry only"
+  echo "PyTorch not installed (tools/setup.sh --bench-tools, as root): showing Tapestry only"
 else
   have_torch=1
   for a in $archs; do
@@ -149,7 +149,7 @@ if [[ " $archs " == *" rnn "* ]]; then
   if [[ ! -f $ref_dir/libtorch/CMakeLists.txt ]]; then
     echo "LibTorch reference not found at $ref_dir/libtorch: no LibTorch column"
   elif ! compgen -G "/usr/lib/*/cmake/Torch/TorchConfig.cmake" >/dev/null; then
-    echo "LibTorch not installed (apt-get install libtorch-dev): no LibTorch column"
+    echo "LibTorch not installed (tools/setup.sh --bench-tools, as root): no LibTorch column"
   elif ! { [[ -x $libtorch_bin && $libtorch_bin -nt $ref_dir/libtorch/torch_seq2seq.cpp ]] ||
     { cmake -S "$ref_dir/libtorch" -B "$build_dir/libtorch-bench" -DCMAKE_BUILD_TYPE=Release &&
       cmake --build "$build_dir/libtorch-bench" -j "$(nproc)"; } >"$build_dir/libtorch-bench.log" 2>&1; }; then

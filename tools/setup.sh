@@ -8,22 +8,27 @@
 #                                part is best effort: a failed install is reported, not fatal
 #   tools/setup.sh --fuzz-tools  also clang and its runtime libraries with libFuzzer
 #                                (libclang-rt-dev), for tools/fuzz.sh; best effort as above
-#                                (both options may be given)
+#   tools/setup.sh --bench-tools also the references tools/bench.sh measures against:
+#                                python3-torch (PyTorch) and libtorch-dev (LibTorch, C++);
+#                                best effort as above (the options may be combined)
 set -euo pipefail
 
 packages=(cmake make g++ pkg-config libopenblas-dev libfmt-dev catch2 nlohmann-json3-dev
   libsentencepiece-dev)
 test_tools=(graphviz chromium python3-torch python3-sentencepiece)
 fuzz_tools=(clang libclang-rt-dev)
+bench_tools=(python3-torch libtorch-dev)
 
 want_test_tools=0
 want_fuzz_tools=0
+want_bench_tools=0
 for arg in "$@"; do
   case $arg in
     --test-tools) want_test_tools=1 ;;
     --fuzz-tools) want_fuzz_tools=1 ;;
+    --bench-tools) want_bench_tools=1 ;;
     *)
-      echo "setup: unknown option '$arg' (valid: --test-tools, --fuzz-tools)" >&2
+      echo "setup: unknown option '$arg' (valid: --test-tools, --fuzz-tools, --bench-tools)" >&2
       exit 2
       ;;
   esac
@@ -87,4 +92,7 @@ if [[ $want_test_tools -eq 1 ]]; then
 fi
 if [[ $want_fuzz_tools -eq 1 ]]; then
   install_optional "fuzz tools" "tools/fuzz.sh cannot build" "${fuzz_tools[@]}"
+fi
+if [[ $want_bench_tools -eq 1 ]]; then
+  install_optional "benchmark references" "tools/bench.sh leaves their columns out" "${bench_tools[@]}"
 fi
