@@ -29,8 +29,9 @@ struct Kernels {
   void (*panels_product)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                          const float* panels, int64_t p0, int64_t p1, float beta, const float* bias,
                          float* c, int64_t ldc);
-  // W (N,K) row-major into panels of 16 rows (rows past N are zero), as panels_product reads it.
-  void (*pack_panels)(const float* w, int64_t n, int64_t k, float* panels);
+  // W (N,K) row-major with row stride ldw into panels of 16 rows (rows past N are zero), as
+  // panels_product reads it.
+  void (*pack_panels)(const float* w, int64_t n, int64_t k, int64_t ldw, float* panels);
   // c[i*ldc] += alpha * dot(row i of w (N,K), x) for each of the N rows, row stride ldw: a
   // matrix-vector product for sizes where OpenBLAS's call overhead dominates. The sums' order
   // differs between capabilities (the width of the lanes).

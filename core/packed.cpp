@@ -22,20 +22,40 @@ namespace {
 constexpr int64_t kSplitWork = int64_t{1} << 22;
 }  // namespace
 
-void PackedMatrix::pack(const Tensor& w) {
+void PackedMatrix::pack(const Tensor& w, PackView view) {
   if (w.dtype() != DType::f32)
     throw DTypeError(fmt::format("pack: expected a float32 matrix, got {} {}",
                                  dtype_name(w.dtype()), w.shape().str()));
   if (w.ndim() != 2)
-    throw ShapeError(fmt::format("pack: expected an (N,K) matrix, got {}", w.shape().str()));
-  const int64_t n = w.dim(0), k = w.dim(1);
+    throw ShapeError(fmt::format("pack: expected a matrix, got {}", w.shape().str()));
+  const int64_t rows = w.dim(0), ld = w.dim(1);
+  const int64_t cols = view.cols < 0 ? ld - view.col0 : view.cols;
+  if (view.col0 < 0 || cols < 0 || view.col0 + cols > ld)
+    throw ShapeError(fmt::format("pack: columns [{}, {}) are not inside {}", view.col0,
+                                 view.col0 + cols, w.shape().str()));
+  const int64_t n = view.transposed ? cols : rows, k = view.transposed ? rows : cols;
   const int64_t size = std::max<int64_t>((n + kPanel - 1) / kPanel * k * kPanel, 1);
   // The new buffer first: if it cannot be had, this pack stays as it was.
   if (!buffer_.defined() || buffer_.numel() < size) buffer_ = Tensor::empty({size}, DType::f32);
   n_ = n, k_ = k;
   static_assert(kPanel == 16, "cpu_kernels_body.inc packs panels of 16 rows");
   float* out = buffer_.data<float>();
-  cpu::kernels().pack_panels(w.data<float>(), n, k, out);
+  const float* src = w.data<float>() + view.col0;
+  if (!view.transposed) {
+    cpu::kernels().pack_panels(src, n, k, ld, out);
+  } else {
+    // Element (j, kk) of panel p is W[p*16 + j][kk] = w[kk][col0 + p*16 + j]: 16 floats of a row.
+    for (int64_t p = 0; p < panels(); ++p) {
+      const int64_t j0 = p * kPanel, width = std::min(kPanel, n - j0);
+      float* dst = out + p * k * kPanel;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const float* row = src + kk * ld + j0;
+        float* d = dst + kk * kPanel;
+        for (int64_t j = 0; j < width; ++j) d[j] = row[j];
+        for (int64_t j = width; j < kPanel; ++j) d[j] = 0.0f;
+      }
+    }
+  }
   data_ = out;
 }
 
@@ -68,13 +88,17 @@ void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const Packed
 // ---------------------------------------------------------------------------------------------
 // WeightPacks
 
-const PackedMatrix& WeightPacks::get(const Tensor& w) {
+const PackedMatrix& WeightPacks::get(const Tensor& w, PackView view) {
   const void* key = w.data<float>();
+  if (view.cols < 0 && w.ndim() == 2) view.cols = w.dim(1) - view.col0;  // one key for "to the end"
+  auto same = [&](const PackView& v) {
+    return v.col0 == view.col0 && v.cols == view.cols && v.transposed == view.transposed;
+  };
   Entry* entry = nullptr;
   {
     std::lock_guard lock(mu_);
     for (auto& e : entries_)
-      if (e->key == key && e->shape == w.shape()) {
+      if (e->key == key && e->shape == w.shape() && same(e->view)) {
         entry = e.get();
         break;
       }
@@ -83,6 +107,7 @@ const PackedMatrix& WeightPacks::get(const Tensor& w) {
       entry = entries_.back().get();
       entry->key = key;
       entry->shape = w.shape();
+      entry->view = view;
     }
   }
   // Packing happens under the entry's own lock: another thread wanting the same pack waits for
@@ -90,7 +115,7 @@ const PackedMatrix& WeightPacks::get(const Tensor& w) {
   std::lock_guard lock(entry->mu);
   const uint64_t generation = generation_.load();
   if (entry->generation != generation) {
-    entry->pack.pack(w);
+    entry->pack.pack(w, view);
     entry->generation = generation;
   }
   return entry->pack;

@@ -18,14 +18,27 @@ namespace tapestry {
 // speed).
 bool packed_kernel_available();
 
+// Which matrix of a stored (R,C) float32 tensor w a pack holds: W = the columns [col0, col0 +
+// cols) of w (all of them by default), or, transposed, W = that block's transpose. A pack of a
+// block serves a weight whose copy the model multiplies (a decoder cell's W_ih split at the
+// embedding); a transposed pack serves the backward pass's dx = dy W of a forward x W^T.
+struct PackView {
+  int64_t col0 = 0;
+  int64_t cols = -1;  // -1: to the last column
+  bool transposed = false;
+};
+
 // W (N,K) in panels of kPanel rows of W (columns of c), each panel k-major: element (j, k) of
 // panel p is W[p*kPanel + j][k], at (p*K + k)*kPanel + j; rows past N are zero.
 class PackedMatrix {
  public:
   static constexpr int64_t kPanel = 16;
 
-  // Packs w, a contiguous (N,K) float32 tensor, reusing this pack's memory when it is big enough.
-  void pack(const Tensor& w);
+  // Packs the view's W of w, a contiguous (R,C) float32 tensor, reusing this pack's memory when
+  // it is big enough. Transposed, W is never made: a panel of W = w^T holds 16 adjacent columns
+  // of w, one 16-float run from each row. Throws ShapeError naming w and the view if the
+  // columns are not inside w.
+  void pack(const Tensor& w, PackView view = {});
   int64_t rows() const { return n_; }  // N
   int64_t cols() const { return k_; }  // K
   int64_t panels() const { return (n_ + kPanel - 1) / kPanel; }
@@ -52,8 +65,9 @@ void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const Packed
 // (parameters) may be looked up, never temporaries whose memory could be reused.
 class WeightPacks {
  public:
-  // The pack of w (N,K, float32), made now if it is missing or out of date. Thread-safe.
-  const PackedMatrix& get(const Tensor& w);
+  // The pack of the view's W of w (float32), made now if it is missing or out of date; each
+  // view of w has its own pack. Thread-safe.
+  const PackedMatrix& get(const Tensor& w, PackView view = {});
   // Every pack is out of date (the weights have changed); their memory is kept for the repacking.
   // Call it between uses only: never while another thread is in get() or reads a pack.
   void invalidate();
@@ -63,6 +77,7 @@ class WeightPacks {
   struct Entry {
     const void* key = nullptr;
     Shape shape;
+    PackView view;
     uint64_t generation = 0;
     std::mutex mu;
     PackedMatrix pack;

@@ -192,15 +192,18 @@ TAPESTRY_LOOP void lstm_row(const T* __restrict x, const T* __restrict w, const 
 }
 
 // Adam's constants for one step (nn/optim.cpp): the moments' decays b1, b2 and weights c1 = 1-b1,
-// c2 = 1-b2, eps, the L2 weight decay wd and AdamW's shrink keep, the step size ss = lr / bc1 and
-// bcs = sqrt(bc2).
+// c2 = 1-b2, the L2 weight decay wd and AdamW's shrink keep, and the bias corrections folded
+// into two constants: step = lr sqrt(bc2) / bc1 and eps_hat = eps sqrt(bc2).
 template <class T>
 struct AdamScalars {
-  T b1, b2, c1, c2, eps, wd, keep, ss, bcs;
+  T b1, b2, c1, c2, wd, keep, step, eps_hat;
 };
 
-// Adam's update on n elements; restrict pointers and no branch in the common loop, so it
-// vectorises.
+// Adam's update on n elements: x -= lr (m / bc1) / (sqrt(v / bc2) + eps), written as the Adam
+// paper writes its efficient form (the end of its section 2), x -= step m / (sqrt(v) + eps_hat):
+// the same value, with one division and one square root an element where PyTorch's
+// sqrt(v) / sqrt(bc2) + eps takes two divisions (the divider is the loop's slowest unit). Restrict
+// pointers and no branch in the common loop, so it vectorises.
 template <class T>
 TAPESTRY_LOOP void adam_update(T* __restrict x, const T* __restrict dx, T* __restrict m,
                                T* __restrict v, int64_t n, const AdamScalars<T>& k) {
@@ -209,7 +212,7 @@ TAPESTRY_LOOP void adam_update(T* __restrict x, const T* __restrict dx, T* __res
       const T g = dx[j];
       m[j] = k.b1 * m[j] + k.c1 * g;
       v[j] = k.b2 * v[j] + k.c2 * g * g;
-      x[j] -= k.ss * (m[j] / (sqrt(v[j]) / k.bcs + k.eps));
+      x[j] -= k.step * (m[j] / (sqrt(v[j]) + k.eps_hat));
     }
     return;
   }
@@ -218,7 +221,7 @@ TAPESTRY_LOOP void adam_update(T* __restrict x, const T* __restrict dx, T* __res
     const T g = dx[j] + k.wd * x[j];
     m[j] = k.b1 * m[j] + k.c1 * g;
     v[j] = k.b2 * v[j] + k.c2 * g * g;
-    x[j] -= k.ss * (m[j] / (sqrt(v[j]) / k.bcs + k.eps));
+    x[j] -= k.step * (m[j] / (sqrt(v[j]) + k.eps_hat));
   }
 }
 

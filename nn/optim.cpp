@@ -251,7 +251,9 @@ void Adam::step() {
   // Scalars in double, as PyTorch computes them in Python floats, then applied in T.
   const double t = static_cast<double>(steps());
   const double bc1 = 1 - std::pow(beta1_, t), bc2 = 1 - std::pow(beta2_, t);
-  const double step_size = lr() / bc1, bc2_sqrt = std::sqrt(bc2);
+  // lr (m / bc1) / (sqrt(v / bc2) + eps) = step_size m / (sqrt(v) + eps_hat), multiplying above
+  // below by sqrt(bc2): the folded constants in double, so only the element loop is in T.
+  const double step_size = lr() * std::sqrt(bc2) / bc1, eps_hat = eps_ * std::sqrt(bc2);
   const double l2 = decoupled_ ? 0 : weight_decay_;
   const double shrink = decoupled_ && weight_decay_ != 0 ? 1 - lr() * weight_decay_ : 1;
   // Elementwise, so each parameter split in halves on two cores gives the same result as one
@@ -267,8 +269,8 @@ void Adam::step() {
         AdamScalars<T> k;
         k.b1 = static_cast<T>(beta1_), k.b2 = static_cast<T>(beta2_);
         k.c1 = static_cast<T>(1 - beta1_), k.c2 = static_cast<T>(1 - beta2_);
-        k.eps = static_cast<T>(eps_), k.wd = static_cast<T>(l2), k.keep = static_cast<T>(shrink);
-        k.ss = static_cast<T>(step_size), k.bcs = static_cast<T>(bc2_sqrt);
+        k.wd = static_cast<T>(l2), k.keep = static_cast<T>(shrink);
+        k.step = static_cast<T>(step_size), k.eps_hat = static_cast<T>(eps_hat);
         const int64_t n = p.numel();
         const int64_t begin = n * h / halves, end = n * (h + 1) / halves;
         adam_step(p.value.data<T>() + begin, p.grad.data<T>() + begin, slot(0, i).data<T>() + begin,

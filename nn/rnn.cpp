@@ -148,7 +148,9 @@ RecurrentState Cell::forward_split(Tape& tape, const Var& head, const Var& r, co
     throw ShapeError(fmt::format("{} cell: head {}, rest {}, tail {} and state h {} do not fit",
                                  cell_name(kind_), head.shape().str(), r.shape().str(),
                                  tail.shape().str(), s.h.shape().str()));
-  Var gx = ops::add(head, ops::matmul(r, tail, false, true));  // tail is a copy: no pack
+  // tail is a copy of W_ih's last columns: its packs are made from W_ih itself.
+  Var gx = ops::add(head, ops::matmul(r, tail, false, true, tape.weight_packs(),
+                                      {&w_ih_->value, input_ - tail.dim(1)}));
   return cell_step(kind_, gx, s, w_hh_->var(tape), b_hh_->var(tape), tape.weight_packs());
 }
 

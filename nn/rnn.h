@@ -50,6 +50,8 @@ class Cell : public Module {
   //   head = project_head(a_all, split)  a (...,split) -> a W_ih[:, :split]^T + b_ih (...,G*H)
   //   tail = weight_tail(split)          W_ih[:, split:] (G*H, in-split), once per batch
   //   forward_split(head_t, r_t, tail, s) == forward([a_t; r_t], s)
+  // tail must be weight_tail's: with the tape's weight packs, forward_split reads W_ih's last
+  // columns through their pack instead of tail's values (the gradient still flows into tail).
   Var project_head(Tape& tape, const Var& a, int64_t split);
   Var weight_tail(Tape& tape, int64_t split);
   RecurrentState forward_split(Tape& tape, const Var& head, const Var& r, const Var& tail,

@@ -60,6 +60,9 @@ void batched_gemm(const Gemm& g, const T* a, const T* b, T* c, T beta) {
                g.b_cols, beta, c + i * g.m * g.n, g.n);
 }
 
+// The attribute of a matmul node whose b was read through its pack (a parameter's).
+constexpr int64_t kPackedB = 1;
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -80,7 +83,16 @@ void matmul_backward(Tape& tape, const Node& n) {
     const T* pb = b.data<T>();
     const T* dy = n.grad.data<T>();
     const int64_t y_stride = g.m * g.n;
-    if (da) {
+    // da (R,K) += dy (R,N) b (N,K) through the pack of b^T when the forward pass read b's pack
+    // (only float32 products are packed): per-timestep products of a few rows run faster there.
+    WeightPacks* packs = tape.weight_packs();
+    const auto attrs = tape.attrs(n);
+    if (da && packs && attrs.size() == 2 && attrs[0] == kPackedB) {
+      const PackView b_transposed{attrs[1], g.k, true};  // b^T, of the weight saved third
+      if constexpr (std::is_same_v<T, float>)
+        gemm_packed(g.batch * g.m, g.n, dy, g.n, packs->get(tape.saved(n, 2), b_transposed), 1.0f,
+                    da->data<float>(), g.a_cols);
+    } else if (da) {
       T* d = da->data<T>();
       if (g.b_stride == 0 && !g.ta) {  // stacked batches: one product
         blas::gemm(false, !g.tb, g.batch * g.m, g.k, g.n, T(1), dy, g.n, pb, g.b_cols, T(1), d,
@@ -126,16 +138,24 @@ void matmul_backward(Tape& tape, const Node& n) {
 }
 TAPESTRY_OP(kMatmul, "matmul", matmul_backward, "y = a b;  da += dy b^T;  db += a^T dy");
 
-Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* packs) {
+Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* packs,
+           PackSource source) {
   detail::same_dtype("matmul", a, b);
   const Gemm g = resolve(a.shape(), b.shape(), trans_a, trans_b);
+  const Tensor& weight = source.weight ? *source.weight : b.value();
+  if (source.weight &&
+      (weight.ndim() != 2 || !trans_b || b.ndim() != 2 || weight.dim(0) != g.n || source.col0 < 0 ||
+       source.col0 + g.k > weight.dim(1) || weight.dtype() != b.dtype()))
+    throw ShapeError(fmt::format("matmul: b {} is not columns {}.. of the weight {} it names",
+                                 b.shape().str(), source.col0, weight.shape().str()));
   Shape out = a.ndim() == 3 ? Shape{g.batch, g.m, g.n} : Shape{g.m, g.n};
   Tensor y = Tensor::empty(out, a.dtype());
   const int64_t rows = g.batch * g.m;  // with b shared and a not transposed, one stacked product
-  if (packs && packed_kernel_available() && a.dtype() == DType::f32 && g.b_stride == 0 && !g.ta &&
-      g.tb && rows >= 1) {
-    gemm_packed(rows, g.k, a.value().data<float>(), g.k, packs->get(b.value()), 0.0f,
-                y.data<float>(), g.n);
+  const bool packed = packs && packed_kernel_available() && a.dtype() == DType::f32 &&
+                      g.b_stride == 0 && !g.ta && g.tb && rows >= 1;
+  if (packed) {
+    gemm_packed(rows, g.k, a.value().data<float>(), g.k,
+                packs->get(weight, {source.col0, g.k, false}), 0.0f, y.data<float>(), g.n);
   } else {
     dispatch(a.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -148,6 +168,13 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* 
   tape->save(id, a.value());
   tape->save(id, b.value());
   tape->set_scalars(id, trans_a, trans_b);
+  // b is a weight with a pack: the backward pass reads the pack of b's transpose too, made
+  // from the same weight.
+  if (packed) {
+    tape->save(id, weight);
+    const int64_t attrs[2] = {kPackedB, source.col0};
+    tape->save_attrs(id, attrs);
+  }
   return tape->output(id);
 }
 

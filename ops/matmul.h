@@ -12,10 +12,17 @@ namespace tapestry::ops {
 //   (B,M,K) x (K,N)   -> (B,M,N)   (b shared by every batch)
 // Throws ShapeError naming both shapes when the inner dimensions or batch sizes differ.
 // With `packs`, b must be a weight (a parameter's value) that stays unchanged while they are in
-// use: a float32 product a b^T with at least 2 rows then reads b's pack (core/packed.h) instead
-// of handing b to BLAS. The backward is the same either way.
+// use: a float32 product a b^T then reads b's pack (core/packed.h) instead of handing b to BLAS,
+// and its backward reads the pack of b's transpose for da = dy b (when the tape has the same
+// packs). `source` says where b's values live when b is a copy of columns of a weight (a
+// decoder cell's W_ih split at the embedding, nn/rnn.h): the packs are then made from that
+// weight, which stays alive, rather than from the copy, a temporary.
+struct PackSource {
+  const Tensor* weight = nullptr;  // null: b itself
+  int64_t col0 = 0;                // b = weight[:, col0 : col0 + b's columns]
+};
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false,
-           WeightPacks* packs = nullptr);
+           WeightPacks* packs = nullptr, PackSource source = {});
 
 // y = x W^T + b, the fully connected layer as one op: x (N,K) or (B,S,K), W (M,K), b (M) or
 // undefined (no bias) -> (N,M) or (B,S,M). With `packs`, W is a weight as for matmul. Throws

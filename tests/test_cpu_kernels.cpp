@@ -52,7 +52,7 @@ struct Packed {
     storage.assign(size, std::numeric_limits<float>::quiet_NaN());
     auto addr = reinterpret_cast<uintptr_t>(storage.data());
     data = storage.data() + ((64 - addr % 64) % 64) / sizeof(float);
-    k.pack_panels(w.data(), n, kk, data);
+    k.pack_panels(w.data(), n, kk, kk, data);
   }
 };
 
@@ -320,12 +320,18 @@ TEST_CASE("every capability's Adam step matches a double loop", "[cpu_kernels]")
       auto m0 = random_floats(static_cast<size_t>(n), rng);
       auto v0 = random_floats(static_cast<size_t>(n), rng);
       for (auto& e : v0) e = e * e + 0.01f;  // second moments: positive, not vanishing
-      const loops::AdamScalars<double> kd{
-          0.9,        0.98,          0.1, 0.02, 1e-8, decay ? 0.01 : 0.0, decay ? 0.999 : 1.0,
-          1e-3 / 0.3, std::sqrt(0.2)};
-      const loops::AdamScalars<float> kf{float(kd.b1),   float(kd.b2),  float(kd.c1),
-                                         float(kd.c2),   float(kd.eps), float(kd.wd),
-                                         float(kd.keep), float(kd.ss),  float(kd.bcs)};
+      // lr 1e-3, bc1 0.3, bc2 0.2, eps 1e-8
+      const loops::AdamScalars<double> kd{0.9,
+                                          0.98,
+                                          0.1,
+                                          0.02,
+                                          decay ? 0.01 : 0.0,
+                                          decay ? 0.999 : 1.0,
+                                          1e-3 * std::sqrt(0.2) / 0.3,
+                                          1e-8 * std::sqrt(0.2)};
+      const loops::AdamScalars<float> kf{float(kd.b1),   float(kd.b2),     float(kd.c1),
+                                         float(kd.c2),   float(kd.wd),     float(kd.keep),
+                                         float(kd.step), float(kd.eps_hat)};
       std::vector<double> xd(x0.begin(), x0.end()), gd(g.begin(), g.end()),
           md(m0.begin(), m0.end()), vd(v0.begin(), v0.end());
       loops::adam_update(xd.data(), gd.data(), md.data(), vd.data(), n, kd);

@@ -1,6 +1,8 @@
 // Packed weights: gemm_packed against a plain loop in double for every edge of the kernel (row
 // tiles, panel tails, depth blocks), rows independent of their neighbours, the same result on one
-// core or split across two, and the pack cache's reuse and invalidation.
+// core or split across two, packs of column blocks and transposes, and the pack cache's reuse and
+// invalidation.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -125,6 +127,48 @@ TEST_CASE("packing refuses what is not a float32 matrix; the product refuses a w
                       Catch::Contains("a (2,4)") && Catch::Contains("(4,3)"));
 }
 
+TEST_CASE("a view's pack is the pack of the block or its transpose, element for element",
+          "[packed]") {
+  Rng rng(6);
+  // w (R,C); blocks of columns: all, from the left, in the middle, to the right; their widths
+  // (rows of the transposed block) one, a panel's tail, whole panels, panels and a tail.
+  struct Block {
+    int64_t col0, cols;
+  };
+  for (int64_t rows : {1, 3, 20})
+    for (int64_t c : {1, 7, 16, 45})
+      for (Block blk : {Block{0, c}, Block{0, (c + 1) / 2}, Block{c / 3, c - c / 3 - c / 4},
+                        Block{c / 2, c - c / 2}})
+        for (bool transposed : {false, true}) {
+          if (blk.cols <= 0) continue;
+          INFO("w (" << rows << "," << c << ") columns " << blk.col0 << "+" << blk.cols
+                     << (transposed ? " transposed" : ""));
+          Tensor w = random_matrix(rows, c, rng);
+          // The block W made by hand: (rows, cols), or its transpose (cols, rows).
+          const int64_t n = transposed ? blk.cols : rows, k = transposed ? rows : blk.cols;
+          Tensor made = Tensor::empty({n, k}, DType::f32);
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < blk.cols; ++j) {
+              const float v = w.data<float>()[i * c + blk.col0 + j];
+              made.data<float>()[transposed ? j * k + i : i * k + j] = v;
+            }
+          PackedMatrix direct, of_copy;
+          direct.pack(w, {blk.col0, blk.cols, transposed});
+          of_copy.pack(made);
+          REQUIRE(direct.rows() == n);
+          REQUIRE(direct.cols() == k);
+          REQUIRE(direct.panels() == of_copy.panels());
+          for (int64_t p = 0; p < direct.panels(); ++p)
+            REQUIRE(std::equal(direct.panel(p), direct.panel(p) + k * PackedMatrix::kPanel,
+                               of_copy.panel(p)));
+        }
+  PackedMatrix p;
+  REQUIRE_THROWS_AS(p.pack(Tensor::zeros({4, 3}, DType::f64), {.transposed = true}), DTypeError);
+  REQUIRE_THROWS_AS(p.pack(Tensor::zeros({12}, DType::f32), {.transposed = true}), ShapeError);
+  REQUIRE_THROWS_WITH(p.pack(Tensor::zeros({4, 3}, DType::f32), {2, 2}),
+                      Catch::Contains("columns [2, 4)") && Catch::Contains("(4,3)"));
+}
+
 TEST_CASE("weight packs are made once, shared by threads, and remade after invalidate",
           "[packed]") {
   Rng rng(2);
@@ -158,29 +202,73 @@ TEST_CASE("matmul and affine read a weight's pack and give the values and gradie
   // (N,K) rows, and (B,S,K) as the RNN's input projections over all steps read them.
   const Tensor inputs[] = {random_matrix(9, 20, rng),
                            random_matrix(9, 20, rng).reshape({3, 3, 20})};
-  Tensor x;
+  Tensor x, dy;
   auto run = [&](bool packed, bool with_bias) {
     Tape tape;
+    // The tape's packs too, so matmul's backward reads the transposed pack for dx = dy W.
+    if (packed) tape.set_weight_packs(&packs);
     Tensor dx = Tensor::zeros(x.shape(), DType::f32), dw = Tensor::zeros(w.shape(), DType::f32),
            db = Tensor::zeros(bias.shape(), DType::f32);
     Var xv = tape.bind(x, dx), wv = tape.bind(w, dw), bv = tape.bind(bias, db);
     WeightPacks* p = packed ? &packs : nullptr;
     Var y = with_bias ? ops::affine(xv, wv, bv, p) : ops::matmul(xv, wv, false, true, p);
-    tape.backward(y, Tensor::full(y.shape(), 1.0, DType::f32));
+    tape.backward(y, dy);
     return std::vector<Tensor>{y.value(), dx, dw, db};
+  };
+  auto near = [](const Tensor& want, const Tensor& got) {
+    for (int64_t i = 0; i < want.numel(); ++i)
+      REQUIRE(got.data<float>()[i] == Approx(want.data<float>()[i]).margin(1e-5));
   };
   for (const Tensor& input : inputs)
     for (bool with_bias : {false, true}) {
       x = input;
+      Shape y_shape = x.shape();
+      y_shape = x.ndim() == 3 ? Shape{y_shape[0], y_shape[1], 37} : Shape{y_shape[0], 37};
+      dy = random_matrix(x.numel() / 20, 37, rng).reshape(y_shape);
       INFO((with_bias ? "affine " : "matmul ") << x.shape().str());
       const auto blas = run(false, with_bias), packed = run(true, with_bias);
-      const float* a = blas[0].data<float>();
-      const float* b = packed[0].data<float>();
-      for (int64_t i = 0; i < blas[0].numel(); ++i) REQUIRE(b[i] == Approx(a[i]).margin(1e-5));
-      for (size_t g = 1; g < blas.size(); ++g)  // the backward is the same code on the same dy
-        REQUIRE(blas[g].to_vector() == packed[g].to_vector());
+      near(blas[0], packed[0]);
+      // dx: matmul's through the transposed pack, affine's through BLAS as before.
+      if (with_bias || !packed_kernel_available())
+        REQUIRE(blas[1].to_vector() == packed[1].to_vector());
+      else
+        near(blas[1], packed[1]);
+      // dW and db: the same BLAS calls on the same dy.
+      REQUIRE(blas[2].to_vector() == packed[2].to_vector());
+      REQUIRE(blas[3].to_vector() == packed[3].to_vector());
     }
-  // One weight, packed once for both products (none where the kernels in use are the portable
-  // ones, whose products go to BLAS).
-  REQUIRE(packs.size() == (packed_kernel_available() ? 1u : 0u));
+  // One weight, packed once for both products, and its transpose for matmul's dx (none where
+  // the kernels in use are the portable ones, whose products go to BLAS).
+  REQUIRE(packs.size() == (packed_kernel_available() ? 2u : 0u));
+}
+
+TEST_CASE("a product with a copy of a weight's columns reads the weight's packs", "[packed]") {
+  Rng rng(8);
+  WeightPacks packs;
+  Tensor w = random_matrix(37, 30, rng);  // (N,C); the product's b is its columns [12, 30)
+  Tensor x = random_matrix(9, 18, rng), dy = random_matrix(9, 37, rng);
+  auto run = [&](bool packed) {
+    Tape tape;
+    if (packed) tape.set_weight_packs(&packs);
+    Tensor dx = Tensor::zeros(x.shape(), DType::f32), dw = Tensor::zeros(w.shape(), DType::f32);
+    Var xv = tape.bind(x, dx), wv = tape.bind(w, dw);
+    Var tail = ops::slice(wv, 1, 12, 18);  // a copy, as nn::Cell::weight_tail makes
+    Var y = packed ? ops::matmul(xv, tail, false, true, &packs, {&w, 12})
+                   : ops::matmul(xv, tail, false, true);
+    tape.backward(y, dy);
+    return std::vector<Tensor>{y.value(), dx, dw};
+  };
+  const auto blas = run(false), packed = run(true);
+  for (size_t t = 0; t < 2; ++t)  // y and dx: the packed kernel's sums against BLAS's
+    for (int64_t i = 0; i < blas[t].numel(); ++i)
+      REQUIRE(packed[t].data<float>()[i] == Approx(blas[t].data<float>()[i]).margin(1e-5));
+  REQUIRE(blas[2].to_vector() == packed[2].to_vector());  // dW: the same BLAS call, then slice's
+  // The block and its transpose, packed from w (the copy is never looked up).
+  REQUIRE(packs.size() == (packed_kernel_available() ? 2u : 0u));
+
+  Tape tape;
+  Var xv = tape.bind(x, Tensor::zeros(x.shape(), DType::f32));
+  Var tail = Var(Tensor::zeros({37, 18}, DType::f32));
+  REQUIRE_THROWS_WITH(ops::matmul(xv, tail, false, true, &packs, {&w, 13}),
+                      Catch::Contains("(37,18)") && Catch::Contains("(37,30)"));
 }
