@@ -143,9 +143,12 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* 
   detail::same_dtype("matmul", a, b);
   const Gemm g = resolve(a.shape(), b.shape(), trans_a, trans_b);
   const Tensor& weight = source.weight ? *source.weight : b.value();
-  if (source.weight &&
-      (weight.ndim() != 2 || !trans_b || b.ndim() != 2 || weight.dim(0) != g.n || source.col0 < 0 ||
-       source.col0 + g.k > weight.dim(1) || weight.dtype() != b.dtype()))
+  if (source.weight && weight.dtype() != b.dtype())
+    throw DTypeError(fmt::format("matmul: b {} {} is not a copy of the weight {} {} it names",
+                                 dtype_name(b.dtype()), b.shape().str(), dtype_name(weight.dtype()),
+                                 weight.shape().str()));
+  if (source.weight && (weight.ndim() != 2 || !trans_b || b.ndim() != 2 || weight.dim(0) != g.n ||
+                        source.col0 < 0 || source.col0 + g.k > weight.dim(1)))
     throw ShapeError(fmt::format("matmul: b {} is not columns {}.. of the weight {} it names",
                                  b.shape().str(), source.col0, weight.shape().str()));
   Shape out = a.ndim() == 3 ? Shape{g.batch, g.m, g.n} : Shape{g.m, g.n};

@@ -271,4 +271,6 @@ TEST_CASE("a product with a copy of a weight's columns reads the weight's packs"
   Var tail = Var(Tensor::zeros({37, 18}, DType::f32));
   REQUIRE_THROWS_WITH(ops::matmul(xv, tail, false, true, &packs, {&w, 13}),
                       Catch::Contains("(37,18)") && Catch::Contains("(37,30)"));
+  const Tensor w64 = Tensor::zeros({37, 30}, DType::f64);
+  REQUIRE_THROWS_AS(ops::matmul(xv, tail, false, true, &packs, {&w64, 12}), DTypeError);
 }
