@@ -148,6 +148,14 @@ Tensor* Tape::input_grad(const Node& n, int k) {
   return &in.grad;
 }
 
+bool Tape::defer_product(const Node& n, int k, DType dtype, const void* u, int64_t p, const void* v,
+                         int64_t q, int64_t rows) {
+  if (!defer_grads_ || detect_anomaly_) return false;
+  Tensor* grad = input_grad(n, k);
+  if (grad) deferred_.stage(edges_[n.in_begin + k], grad, dtype, u, p, v, q, rows);
+  return true;
+}
+
 void Tape::backward(const Var& loss, BackwardOptions options) {
   if (loss.numel() != 1)
     throw TapeError(
@@ -185,14 +193,17 @@ void Tape::backward(const Var& y, const Tensor& dy, BackwardOptions options) {
     const T* d = dy.template data<T>();
     for (int64_t i = 0; i < dy.numel(); ++i) g[i] += d[i];
   });
+  deferred_.clear();
   for (int32_t i = y.node(); i >= 0; --i) {
     Node& n = nodes_[i];
     if (!n.op->backward || !n.grad.defined()) continue;
+    if (deferred_.pending()) deferred_.flush(i);  // this node's gradient is complete only now
     n.op->backward(*this, n);
     if (detect_anomaly_) [[unlikely]]
       check_backward(n);
     if (!keep_grads_) n.grad = Tensor();
   }
+  deferred_.flush_all();  // the leaves' (parameters') gradients
   backward_spent_ = !options.retain_graph;
 }
 
@@ -234,6 +245,7 @@ void Tape::clear() {
   attrs_.clear();
   region_stack_.clear();
   labels_.clear();
+  deferred_.clear();
   backward_spent_ = false;
   epoch_ = next_epoch();
   mark_memory_step();

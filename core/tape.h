@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tapestry/core/deferred_grads.h"
 #include "tapestry/core/tensor.h"
 
 namespace tapestry {
@@ -150,6 +151,18 @@ class Tape {
   void set_weight_packs(WeightPacks* packs) { weight_packs_ = packs; }
   WeightPacks* weight_packs() const { return weight_packs_; }
 
+  // ---- deferred weight gradients (core/deferred_grads.h). An op's backward may hand over a
+  // product of a few rows into input k's gradient, grad (P,Q) += u (R,P)^T v (R,Q); the tape runs
+  // all the products staged for one gradient as one, before the backward of the node that holds
+  // it (for a leaf, at the end of backward). Returns false, having staged nothing, when deferring
+  // is off (set_defer_grads(false), or anomaly mode, which checks each gradient as an op makes
+  // it); the op then runs the product itself. On by default.
+  bool defer_product(const Node& n, int k, DType dtype, const void* u, int64_t p, const void* v,
+                     int64_t q, int64_t rows);
+  void set_defer_grads(bool on) { defer_grads_ = on; }
+  bool defer_grads() const { return defer_grads_; }
+  const DeferredGrads& deferred_grads() const { return deferred_; }
+
   // Drops every node; memory returns to the pool, capacity is kept for the next step.
   void clear();
   // Changes at every clear() and is unique across tapes.
@@ -225,6 +238,8 @@ class Tape {
   uint64_t epoch_ = 0;
   bool keep_grads_ = false;
   bool detect_anomaly_ = false;
+  bool defer_grads_ = true;
+  DeferredGrads deferred_;
   RecordHook record_hook_;
   bool backward_spent_ = false;  // a backward ran without retain_graph since the last clear()
   WeightPacks* weight_packs_ = nullptr;

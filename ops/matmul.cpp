@@ -63,6 +63,11 @@ void batched_gemm(const Gemm& g, const T* a, const T* b, T* c, T beta) {
 // The attribute of a matmul node whose b was read through its pack (a parameter's).
 constexpr int64_t kPackedB = 1;
 
+// Products with fewer rows than this hand their weight's gradient to the tape to multiply with
+// the other steps' rows (Tape::defer_product): a per-step product of 32 rows reads and writes
+// the whole gradient for little arithmetic; one of 640 rows (a whole batch's) gains nothing.
+constexpr int64_t kDeferRows = 256;
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -111,6 +116,13 @@ void matmul_backward(Tape& tape, const Node& n) {
         }
       }
     }
+    // A shared b's gradient of a few rows (a weight read at every time step) is left to the
+    // tape, which multiplies the rows of all the steps at once (core/deferred_grads.h).
+    const int64_t rows = g.batch * g.m;
+    if (db && g.b_stride == 0 && !g.ta && rows < kDeferRows &&
+        (g.tb ? tape.defer_product(n, 1, a.dtype(), dy, g.n, pa, g.k, rows)    // db += dy^T a
+              : tape.defer_product(n, 1, a.dtype(), pa, g.k, dy, g.n, rows)))  // db += a^T dy
+      db = nullptr;
     if (db) {
       T* d = db->data<T>();
       if (g.b_stride == 0 && !g.ta) {  // shared b: its gradient sums over the stacked batches
@@ -204,7 +216,10 @@ void affine_backward(Tape& tape, const Node& n) {
     const T* dy = n.grad.data<T>();
     if (dx)  // (R,out) x (out,K) -> (R,K)
       blas::gemm(false, false, rows, k, out, T(1), dy, out, w.data<T>(), k, T(1), dx->data<T>(), k);
-    if (dw)  // (R,out)^T x (R,K) -> (out,K)
+    if (dw && rows < kDeferRows &&
+        tape.defer_product(n, 1, x.dtype(), dy, out, x.data<T>(), k, rows))
+      dw = nullptr;  // a per-step product's rows, multiplied with the other steps' by the tape
+    if (dw)          // (R,out)^T x (R,K) -> (out,K)
       blas::gemm(true, false, out, k, rows, T(1), dy, out, x.data<T>(), k, T(1), dw->data<T>(), k);
     if (db) {
       T* d = db->data<T>();

@@ -71,7 +71,17 @@ std::vector<double> passed_norms(Tape& tape, int32_t i) {
       if (ins[j] == ins[k]) first[k] = std::min(first[k], j);
     if (ins[k] >= 0 && first[k] == k) before[k] = tape.input_grad(n, static_cast<int>(k))->clone();
   }
-  n.op->backward(tape, n);
+  // Its whole share now: a weight's product of a few rows would otherwise be left to the tape to
+  // run with the other steps' (Tape::defer_product), adding nothing here.
+  const bool defer = tape.defer_grads();
+  tape.set_defer_grads(false);
+  try {
+    n.op->backward(tape, n);
+  } catch (...) {
+    tape.set_defer_grads(defer);
+    throw;
+  }
+  tape.set_defer_grads(defer);
   for (size_t k = 0; k < ins.size(); ++k) {
     if (ins[k] < 0 || first[k] != k) continue;
     Tensor* g = tape.input_grad(n, static_cast<int>(k));
