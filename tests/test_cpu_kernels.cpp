@@ -348,6 +348,55 @@ TEST_CASE("every capability's Adam step matches a double loop", "[cpu_kernels]")
     }
 }
 
+TEST_CASE("every capability's Adam update is within 1e-6 of a double loop's over v's whole range",
+          "[cpu_kernels]") {
+  // x starts at 0, so x after the step is the update itself and is compared relatively (the test
+  // above compares x near 1, where an update of 1e-3 keeps only its first digits). g and m have
+  // one sign in each element, so m = b1 m + c1 g does not cancel.
+  Rng rng(23);
+  const int64_t n = 16 * 40 + 7;  // whole vectors and a tail
+  std::vector<float> x0(static_cast<size_t>(n), 0.0f), g(x0.size()), m0(x0.size()), v0(x0.size());
+  for (size_t j = 0; j < x0.size(); ++j) {
+    const float sign = rng.uniform() < 0.5 ? -1.0f : 1.0f;
+    g[j] = sign * static_cast<float>(std::pow(10.0, rng.uniform(-12, 12)));
+    m0[j] = sign * static_cast<float>(std::pow(10.0, rng.uniform(-12, 12)));
+    v0[j] = static_cast<float>(std::pow(10.0, rng.uniform(-30, 25)));
+    if (j % 97 == 0) g[j] = m0[j] = v0[j] = 0.0f;  // a weight never touched: v = 0
+    if (j % 89 == 1) g[j] = 0.0f, v0[j] = 1e-40f;  // a subnormal v
+    if (j % 83 == 2) v0[j] = 1e32f;                // beyond the estimates' range
+    if (j % 79 == 3) v0[j] = std::numeric_limits<float>::quiet_NaN();
+  }
+  for (bool decay : {false, true}) {
+    const loops::AdamScalars<double> kd{0.9,
+                                        0.999,
+                                        0.1,
+                                        0.001,
+                                        decay ? 0.01 : 0.0,
+                                        decay ? 0.999 : 1.0,
+                                        1e-3 * std::sqrt(0.02) / 0.1,
+                                        1e-8 * std::sqrt(0.02)};
+    const loops::AdamScalars<float> kf{float(kd.b1),   float(kd.b2),     float(kd.c1),
+                                       float(kd.c2),   float(kd.wd),     float(kd.keep),
+                                       float(kd.step), float(kd.eps_hat)};
+    std::vector<double> xd(x0.begin(), x0.end()), gd(g.begin(), g.end()), md(m0.begin(), m0.end()),
+        vd(v0.begin(), v0.end());
+    loops::adam_update(xd.data(), gd.data(), md.data(), vd.data(), n, kd);
+    for (const cpu::Kernels* kern : runnable()) {
+      auto x = x0, m = m0, v = v0;
+      kern->adam_update(x.data(), g.data(), m.data(), v.data(), n, kf);
+      for (size_t j = 0; j < x.size(); ++j) {
+        INFO(cpu::capability_name(kern->capability)
+             << " decay " << decay << " element " << j << " g " << g[j] << " m " << m0[j] << " v "
+             << v0[j] << ": " << x[j] << " against " << xd[j]);
+        if (std::isnan(xd[j]))
+          REQUIRE(std::isnan(x[j]));
+        else
+          REQUIRE(std::abs(x[j] - xd[j]) <= 1e-6 * std::abs(xd[j]));
+      }
+    }
+  }
+}
+
 TEST_CASE("the program refuses a bad TAPESTRY_KERNELS in one line, before any work",
           "[cpu_kernels]") {
   std::string cmd = "TAPESTRY_KERNELS=sse9 '";
