@@ -33,6 +33,12 @@ std::vector<float> random_floats(size_t n, Rng& rng) {
 }
 
 // The kernels this CPU can run, announcing the ones it cannot (they are then untested here).
+// Adam's constants of a double loop, rounded for the float kernels.
+loops::AdamScalars<float> to_float(const loops::AdamScalars<double>& k) {
+  return {float(k.b1), float(k.b2),   float(k.c1),   float(k.c2),
+          float(k.wd), float(k.keep), float(k.step), float(k.eps_hat)};
+}
+
 std::vector<const cpu::Kernels*> runnable() {
   std::vector<const cpu::Kernels*> out;
   for (Capability c : kAll)
@@ -329,9 +335,7 @@ TEST_CASE("every capability's Adam step matches a double loop", "[cpu_kernels]")
                                           decay ? 0.999 : 1.0,
                                           1e-3 * std::sqrt(0.2) / 0.3,
                                           1e-8 * std::sqrt(0.2)};
-      const loops::AdamScalars<float> kf{float(kd.b1),   float(kd.b2),     float(kd.c1),
-                                         float(kd.c2),   float(kd.wd),     float(kd.keep),
-                                         float(kd.step), float(kd.eps_hat)};
+      const loops::AdamScalars<float> kf = to_float(kd);
       std::vector<double> xd(x0.begin(), x0.end()), gd(g.begin(), g.end()),
           md(m0.begin(), m0.end()), vd(v0.begin(), v0.end());
       loops::adam_update(xd.data(), gd.data(), md.data(), vd.data(), n, kd);
@@ -375,9 +379,7 @@ TEST_CASE("every capability's Adam update is within 1e-6 of a double loop's over
                                         decay ? 0.999 : 1.0,
                                         1e-3 * std::sqrt(0.02) / 0.1,
                                         1e-8 * std::sqrt(0.02)};
-    const loops::AdamScalars<float> kf{float(kd.b1),   float(kd.b2),     float(kd.c1),
-                                       float(kd.c2),   float(kd.wd),     float(kd.keep),
-                                       float(kd.step), float(kd.eps_hat)};
+    const loops::AdamScalars<float> kf = to_float(kd);
     std::vector<double> xd(x0.begin(), x0.end()), gd(g.begin(), g.end()), md(m0.begin(), m0.end()),
         vd(v0.begin(), v0.end());
     loops::adam_update(xd.data(), gd.data(), md.data(), vd.data(), n, kd);
