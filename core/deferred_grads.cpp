@@ -16,15 +16,12 @@ void DeferredGrads::stage(int32_t owner, Tensor* grad, DType dtype, const void* 
   if (rows <= 0) return;
   Entry* e = nullptr;
   for (size_t i = 0; i < used_ && !e; ++i)
-    if (entries_[i].grad == grad && entries_[i].p == p && entries_[i].q == q) e = &entries_[i];
+    if (entries_[i].grad == grad) e = &entries_[i];
   if (!e) {
     if (used_ == entries_.size()) entries_.emplace_back();
     e = &entries_[used_++];
     e->owner = owner;
     e->grad = grad;
-    e->dtype = dtype;
-    e->p = p;
-    e->q = q;
     e->rows = 0;
     e->u.clear();
     e->v.clear();
@@ -42,12 +39,13 @@ void DeferredGrads::stage(int32_t owner, Tensor* grad, DType dtype, const void* 
 // grad (P,Q) += U (R,P)^T V (R,Q): one product over every staged row.
 void DeferredGrads::run(Entry& e) {
   if (e.rows == 0) return;
-  if (e.dtype == DType::f32)
-    blas::gemm(true, false, e.p, e.q, e.rows, 1.0f, reinterpret_cast<const float*>(e.u.data()), e.p,
-               reinterpret_cast<const float*>(e.v.data()), e.q, 1.0f, e.grad->data<float>(), e.q);
+  const int64_t p = e.grad->dim(0), q = e.grad->dim(1);
+  if (e.grad->dtype() == DType::f32)
+    blas::gemm(true, false, p, q, e.rows, 1.0f, reinterpret_cast<const float*>(e.u.data()), p,
+               reinterpret_cast<const float*>(e.v.data()), q, 1.0f, e.grad->data<float>(), q);
   else
-    blas::gemm(true, false, e.p, e.q, e.rows, 1.0, reinterpret_cast<const double*>(e.u.data()), e.p,
-               reinterpret_cast<const double*>(e.v.data()), e.q, 1.0, e.grad->data<double>(), e.q);
+    blas::gemm(true, false, p, q, e.rows, 1.0, reinterpret_cast<const double*>(e.u.data()), p,
+               reinterpret_cast<const double*>(e.v.data()), q, 1.0, e.grad->data<double>(), q);
   e.rows = 0;
   e.u.clear();
   e.v.clear();

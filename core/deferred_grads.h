@@ -36,12 +36,13 @@ class DeferredGrads {
   void clear();
 
  private:
+  // One gradient's staged rows; its dtype and (P,Q) are grad's.
   struct Entry {
     int32_t owner = -1;
     Tensor* grad = nullptr;
-    DType dtype = DType::f32;
-    int64_t p = 0, q = 0, rows = 0;
-    std::vector<std::byte> u, v;  // rows x p and rows x q elements of dtype, appended per stage
+    int64_t rows = 0;
+    std::vector<std::byte> u,
+        v;  // rows x P and rows x Q elements of grad's dtype, appended per stage
   };
   void run(Entry& e);
 

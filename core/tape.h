@@ -273,6 +273,22 @@ class DetectAnomaly {
   bool before_;
 };
 
+// Scope in which `tape` defers weight gradients or not (Tape::set_defer_grads); the previous
+// setting returns at the end of the scope, also when an exception leaves it.
+class DeferGrads {
+ public:
+  DeferGrads(Tape& tape, bool on) : tape_(tape), before_(tape.defer_grads()) {
+    tape_.set_defer_grads(on);
+  }
+  ~DeferGrads() { tape_.set_defer_grads(before_); }
+  DeferGrads(const DeferGrads&) = delete;
+  DeferGrads& operator=(const DeferGrads&) = delete;
+
+ private:
+  Tape& tape_;
+  bool before_;
+};
+
 // Scope that labels every node recorded inside it.
 class Region {
  public:

@@ -1,6 +1,7 @@
 // Deferred weight gradients: per-step products' weight gradients multiplied at once by the tape.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "tapestry/core/random.h"
@@ -113,4 +114,26 @@ TEST_CASE("deferred gradients are dropped by clear and by a new backward", "[tap
   const std::vector<double> g = dw.to_vector();
   for (int j = 0; j < 5; ++j)
     for (int k = 0; k < 5; ++k) CHECK(g[j * 5 + k] == Approx(col[k]).epsilon(1e-12));
+}
+
+TEST_CASE("DeferGrads sets deferring for a scope and restores it, also on an exception",
+          "[tape][deferred]") {
+  Tape tape;
+  REQUIRE(tape.defer_grads());
+  {
+    DeferGrads off(tape, false);
+    CHECK_FALSE(tape.defer_grads());
+    {
+      DeferGrads on(tape, true);
+      CHECK(tape.defer_grads());
+    }
+    CHECK_FALSE(tape.defer_grads());
+  }
+  CHECK(tape.defer_grads());
+  try {
+    DeferGrads off(tape, false);
+    throw std::runtime_error("leaves the scope");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(tape.defer_grads());
 }

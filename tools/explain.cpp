@@ -73,15 +73,10 @@ std::vector<double> passed_norms(Tape& tape, int32_t i) {
   }
   // Its whole share now: a weight's product of a few rows would otherwise be left to the tape to
   // run with the other steps' (Tape::defer_product), adding nothing here.
-  const bool defer = tape.defer_grads();
-  tape.set_defer_grads(false);
-  try {
+  {
+    DeferGrads whole_share(tape, false);
     n.op->backward(tape, n);
-  } catch (...) {
-    tape.set_defer_grads(defer);
-    throw;
   }
-  tape.set_defer_grads(defer);
   for (size_t k = 0; k < ins.size(); ++k) {
     if (ins[k] < 0 || first[k] != k) continue;
     Tensor* g = tape.input_grad(n, static_cast<int>(k));
