@@ -193,10 +193,12 @@ TAPESTRY_LOOP void lstm_row(const T* __restrict x, const T* __restrict w, const 
 
 // Adam's constants for one step (nn/optim.cpp): the moments' decays b1, b2 and weights c1 = 1-b1,
 // c2 = 1-b2, the L2 weight decay wd and AdamW's shrink keep, and the bias corrections folded
-// into two constants: step = lr sqrt(bc2) / bc1 and eps_hat = eps sqrt(bc2).
+// into two constants: step = lr sqrt(bc2) / bc1 and eps_hat = eps sqrt(bc2). The gradient read is
+// scale * dx: a clipping factor applied here saves a pass that scales every gradient.
 template <class T>
 struct AdamScalars {
   T b1, b2, c1, c2, wd, keep, step, eps_hat;
+  T scale = 1;
 };
 
 // Adam's update on n elements: x -= lr (m / bc1) / (sqrt(v / bc2) + eps), written as the Adam
@@ -209,7 +211,7 @@ TAPESTRY_LOOP void adam_update(T* __restrict x, const T* __restrict dx, T* __res
                                T* __restrict v, int64_t n, const AdamScalars<T>& k) {
   if (k.keep == T(1) && k.wd == T(0)) {
     for (int64_t j = 0; j < n; ++j) {
-      const T g = dx[j];
+      const T g = k.scale * dx[j];
       m[j] = k.b1 * m[j] + k.c1 * g;
       v[j] = k.b2 * v[j] + k.c2 * g * g;
       x[j] -= k.step * (m[j] / (sqrt(v[j]) + k.eps_hat));
@@ -218,7 +220,7 @@ TAPESTRY_LOOP void adam_update(T* __restrict x, const T* __restrict dx, T* __res
   }
   for (int64_t j = 0; j < n; ++j) {
     x[j] *= k.keep;
-    const T g = dx[j] + k.wd * x[j];
+    const T g = k.scale * dx[j] + k.wd * x[j];
     m[j] = k.b1 * m[j] + k.c1 * g;
     v[j] = k.b2 * v[j] + k.c2 * g * g;
     x[j] -= k.step * (m[j] / (sqrt(v[j]) + k.eps_hat));

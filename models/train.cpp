@@ -134,10 +134,13 @@ double Trainer::step(const Batch& batch) {
           });
         }
     });
-  last_norm_ = nn::clip_grad_norm(params_, options_.clip > 0 ? options_.clip : INFINITY);
+  // Clipping as clip_grad_norm clips, its factor applied by the optimizer as it reads each
+  // gradient rather than in a pass of its own.
+  last_norm_ = nn::grad_norm(params_);
   last_skipped_ = !std::isfinite(last_norm_);
   if (inverse_sqrt_) inverse_sqrt_->step();  // the lr of the update about to be taken
-  if (!last_skipped_) optimizer_->step();
+  if (!last_skipped_)
+    optimizer_->step(nn::clip_factor(last_norm_, options_.clip > 0 ? options_.clip : INFINITY));
   return value;
 }
 

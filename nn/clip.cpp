@@ -1,4 +1,5 @@
-// Gradient clipping: one pass for the global norm, a second to scale.
+// Gradient clipping: one pass for the global norm, a second to scale (or the factor, for an
+// optimizer to apply as it reads the gradients).
 #include "tapestry/nn/clip.h"
 
 #include <fmt/format.h>
@@ -39,9 +40,7 @@ double sum_squares(const T* d, int64_t n) {
 }
 }  // namespace
 
-double clip_grad_norm(std::span<Parameter* const> params, double max_norm) {
-  if (!(max_norm >= 0))
-    throw ValueError(fmt::format("clip_grad_norm: max_norm must be >= 0, got {}", max_norm));
+double grad_norm(std::span<Parameter* const> params) {
   for (size_t i = 0; i < params.size(); ++i)
     if (!params[i]) throw ValueError(fmt::format("clip_grad_norm: parameter {} is null", i));
   // Each parameter's gradient in two halves, one per job, the two partial sums added in job
@@ -50,9 +49,8 @@ double clip_grad_norm(std::span<Parameter* const> params, double max_norm) {
   int64_t elements = 0;
   for (const Parameter* p : params)
     if (p->grad.defined()) elements += p->grad.numel();
-  const bool parallel = elements >= kParallelMinElements;
   double partial[kJobs] = {};
-  parallel_run_if(parallel, kJobs, [&](int job) {
+  parallel_run_if(elements >= kParallelMinElements, kJobs, [&](int job) {
     for (Parameter* p : params) {
       const Tensor& dx = p->grad;
       if (!dx.defined()) continue;
@@ -65,12 +63,26 @@ double clip_grad_norm(std::span<Parameter* const> params, double max_norm) {
   });
   double sum = 0;
   for (double x : partial) sum += x;
-  const double norm = std::sqrt(sum);
-  if (!std::isfinite(norm)) return norm;
+  return std::sqrt(sum);
+}
+
+double clip_factor(double norm, double max_norm) {
+  if (!(max_norm >= 0))
+    throw ValueError(fmt::format("clip_grad_norm: max_norm must be >= 0, got {}", max_norm));
   // The 1e-6 keeps the factor finite for an all-zero gradient (PyTorch adds the same).
-  const double factor = max_norm / (norm + 1e-6);
+  return std::min(1.0, max_norm / (norm + 1e-6));
+}
+
+double clip_grad_norm(std::span<Parameter* const> params, double max_norm) {
+  clip_factor(0, max_norm);  // max_norm is checked before any work
+  const double norm = grad_norm(params);
+  if (!std::isfinite(norm)) return norm;
+  const double factor = clip_factor(norm, max_norm);
   if (factor >= 1) return norm;
-  parallel_run_if(parallel, kJobs, [&](int job) {
+  int64_t elements = 0;
+  for (const Parameter* p : params)
+    if (p->grad.defined()) elements += p->grad.numel();
+  parallel_run_if(elements >= kParallelMinElements, kJobs, [&](int job) {
     for (Parameter* p : params) {
       Tensor& dx = p->grad;
       if (!dx.defined()) continue;

@@ -16,4 +16,10 @@ namespace tapestry::nn {
 // NaN, or a parameter pointer is null.
 double clip_grad_norm(std::span<Parameter* const> params, double max_norm);
 
+// The two halves of clip_grad_norm, for an optimizer that scales gradients as it reads them
+// (Optimizer::step(grad_scale)): the global norm as clip_grad_norm returns it (null parameters
+// throw ValueError), and the factor it would scale by, min(1, max_norm / (norm + 1e-6)).
+double grad_norm(std::span<Parameter* const> params);
+double clip_factor(double norm, double max_norm);
+
 }  // namespace tapestry::nn

@@ -46,7 +46,8 @@ void Optimizer::set_lr(double lr) {
   lr_ = lr;
 }
 
-void Optimizer::begin_step() {
+void Optimizer::step(double grad_scale) {
+  require(finite_nonneg(grad_scale), "grad_scale", ">= 0 and finite", grad_scale);
   for (size_t i = 0; i < params_.size(); ++i) {
     const Parameter& p = *params_[i];
     auto fits = [&](const Tensor& t) {
@@ -64,6 +65,7 @@ void Optimizer::begin_step() {
                                        dtype_name(p.value.dtype())));
   }
   ++steps_;
+  update(grad_scale);
 }
 
 bool Optimizer::ensure_slots() {
@@ -181,8 +183,7 @@ SGD::SGD(std::vector<Parameter*> params, double lr, double momentum, double weig
   if (momentum != 0) declare_slots({"momentum_buffer"});
 }
 
-void SGD::step() {
-  begin_step();
+void SGD::update(double scale) {
   // PyTorch starts the buffer as a copy of the first gradient, not as momentum * 0 + g.
   const bool first = momentum_ != 0 && ensure_slots();
   for (size_t i = 0; i < params().size(); ++i) {
@@ -191,12 +192,12 @@ void SGD::step() {
     dispatch(p.value.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T lr = static_cast<T>(this->lr()), mom = static_cast<T>(momentum_),
-              wd = static_cast<T>(weight_decay_);
+              wd = static_cast<T>(weight_decay_), gs = static_cast<T>(scale);
       T* x = p.value.data<T>();
       const T* dx = p.grad.data<T>();
       T* buf = buf_tensor ? buf_tensor->data<T>() : nullptr;
       for (int64_t j = 0, m = p.numel(); j < m; ++j) {
-        T g = dx[j];
+        T g = gs * dx[j];
         if (wd != 0) g += wd * x[j];
         if (buf) {
           buf[j] = first ? g : mom * buf[j] + g;
@@ -245,8 +246,7 @@ Adam::Adam(std::vector<Parameter*> params, double lr, double beta1, double beta2
   declare_slots({"m", "v"});
 }
 
-void Adam::step() {
-  begin_step();
+void Adam::update(double scale) {
   ensure_slots();
   // Scalars in double, as PyTorch computes them in Python floats, then applied in T.
   const double t = static_cast<double>(steps());
@@ -271,6 +271,7 @@ void Adam::step() {
         k.c1 = static_cast<T>(1 - beta1_), k.c2 = static_cast<T>(1 - beta2_);
         k.wd = static_cast<T>(l2), k.keep = static_cast<T>(shrink);
         k.step = static_cast<T>(step_size), k.eps_hat = static_cast<T>(eps_hat);
+        k.scale = static_cast<T>(scale);
         const int64_t n = p.numel();
         const int64_t begin = n * h / halves, end = n * (h + 1) / halves;
         adam_step(p.value.data<T>() + begin, p.grad.data<T>() + begin, slot(0, i).data<T>() + begin,

@@ -28,7 +28,10 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  virtual void step() = 0;
+  // Updates every parameter from its gradient times grad_scale (>= 0 and finite): 1 takes the
+  // gradient as it is; a clipping factor (nn::clip_factor) here gives what clip_grad_norm and
+  // step() give, without the pass that scales every gradient. Gradients are left unchanged.
+  void step(double grad_scale = 1);
   void zero_grad();
 
   double lr() const { return lr_; }
@@ -53,8 +56,8 @@ class Optimizer {
   // returns whether it did, which marks the first step after construction or a reset.
   bool ensure_slots();
   Tensor& slot(size_t k, size_t param) { return slots_[k * params_.size() + param]; }
-  // Checks that every gradient matches its value, then counts the step.
-  void begin_step();
+  // One update with gradients scale * grad; step() has checked the gradients and counted it.
+  virtual void update(double scale) = 0;
   // Throws ValueError "<name>: <what> must be <rule>, got <value>" unless `ok`.
   void require(bool ok, const char* what, const char* rule, double value) const;
 
@@ -73,7 +76,9 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<Parameter*> params, double lr, double momentum = 0, double weight_decay = 0,
       bool nesterov = false);
-  void step() override;
+
+ protected:
+  void update(double scale) override;
 
  private:
   double momentum_, weight_decay_;
@@ -86,9 +91,9 @@ class Adam : public Optimizer {
  public:
   Adam(std::vector<Parameter*> params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
        double eps = 1e-8, double weight_decay = 0);
-  void step() override;
 
  protected:
+  void update(double scale) override;
   // decoupled: weight decay shrinks p directly (AdamW) instead of entering the gradient.
   Adam(std::vector<Parameter*> params, double lr, double beta1, double beta2, double eps,
        double weight_decay, bool decoupled, std::string name);

@@ -140,6 +140,49 @@ TEST_CASE("zero_grad zeroes every gradient; step does not touch gradients", "[op
   REQUIRE(b.grad.to_vector() == std::vector<double>{0.0});
 }
 
+TEST_CASE("step(grad_scale) equals scaling the gradients first, and leaves them unchanged",
+          "[optim][clip]") {
+  // What the trainer does (the clipping factor applied as the optimizer reads each gradient)
+  // against what clip_grad_norm then step() do, for every optimizer and both weight decays.
+  const std::vector<double> x0{0.5, -1.5, 2.0}, g1{3.0, -4.0, 12.0}, g2{-1.0, 2.5, 0.5};
+  for (int kind = 0; kind < 4; ++kind) {
+    auto make = [&](Parameter& p) -> std::unique_ptr<Optimizer> {
+      if (kind == 0)
+        return std::make_unique<SGD>(std::vector<Parameter*>{&p}, 0.1, 0.9, 0.01, true);
+      if (kind == 1) return std::make_unique<Adam>(std::vector<Parameter*>{&p}, 0.01);
+      if (kind == 2)
+        return std::make_unique<Adam>(std::vector<Parameter*>{&p}, 0.01, 0.9, 0.98, 1e-8, 0.1);
+      return std::make_unique<AdamW>(std::vector<Parameter*>{&p}, 0.01);
+    };
+    Parameter fused(Tensor::from(x0, {3}, DType::f64)), plain(Tensor::from(x0, {3}, DType::f64));
+    auto opt_fused = make(fused), opt_plain = make(plain);
+    for (const auto& g : {g1, g2, g1}) {
+      fused.grad.copy_from(Tensor::from(g, {3}, DType::f64));
+      plain.grad.copy_from(Tensor::from(g, {3}, DType::f64));
+      std::vector<Parameter*> fp{&fused}, pp{&plain};
+      const double norm = grad_norm(fp);
+      REQUIRE(norm == clip_grad_norm(pp, 2.0));
+      const double factor = clip_factor(norm, 2.0);
+      REQUIRE(factor < 1);  // every gradient here is clipped
+      opt_fused->step(factor);
+      opt_plain->step();
+      INFO(opt_fused->name() << " kind " << kind);
+      REQUIRE(fused.grad.to_vector() == g);
+      for (int64_t j = 0; j < 3; ++j)
+        REQUIRE(fused.value.at(j) == Approx(plain.value.at(j)).epsilon(1e-14));
+    }
+  }
+  Parameter p(vec({1.0}));
+  Adam opt({&p});
+  REQUIRE_THROWS_WITH(opt.step(-0.5),
+                      Contains("adam") && Contains("grad_scale") && Contains("-0.5"));
+  REQUIRE_THROWS_AS(opt.step(std::nan("")), ValueError);
+  REQUIRE(opt.steps() == 0);
+  REQUIRE(clip_factor(3.0, INFINITY) == 1.0);
+  REQUIRE(clip_factor(0.0, 1.0) == 1.0);
+  REQUIRE_THROWS_AS(clip_factor(1.0, -1.0), ValueError);
+}
+
 TEST_CASE("bad optimizer arguments throw ValueError naming the optimizer and the value",
           "[optim][errors]") {
   Parameter p(vec({1.0}));

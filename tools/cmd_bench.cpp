@@ -322,8 +322,7 @@ PhaseTimes time_phases(Seq2Seq& model, const std::vector<Batch>& pool, const Ben
     tape.clear();
     const double b = seconds_since(t0);
     t0 = Clock::now();
-    nn::clip_grad_norm(params, clip > 0 ? clip : INFINITY);
-    adam.step();
+    adam.step(nn::clip_factor(nn::grad_norm(params), clip > 0 ? clip : INFINITY));
     const double o = seconds_since(t0);
     if (i >= s.warmup) fwd.push_back(f), bwd.push_back(b), opt.push_back(o);
   }
