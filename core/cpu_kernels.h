@@ -52,7 +52,7 @@ struct Kernels {
                   float* z, float* n, float* ghn, float* y, int64_t hs);
   void (*lstm_row)(const float* x, const float* w, const float* bias, const float* c, float* g,
                    float* c2, float* h2, int64_t hs);
-  void (*adam_update)(float* x, const float* dx, float* m, float* v, int64_t n,
+  void (*adam_update)(float* x, float* dx, float* m, float* v, int64_t n,
                       const loops::AdamScalars<float>& k);
 };
 

@@ -194,11 +194,13 @@ TAPESTRY_LOOP void lstm_row(const T* __restrict x, const T* __restrict w, const 
 // Adam's constants for one step (nn/optim.cpp): the moments' decays b1, b2 and weights c1 = 1-b1,
 // c2 = 1-b2, the L2 weight decay wd and AdamW's shrink keep, and the bias corrections folded
 // into two constants: step = lr sqrt(bc2) / bc1 and eps_hat = eps sqrt(bc2). The gradient read is
-// scale * dx: a clipping factor applied here saves a pass that scales every gradient.
+// scale * dx: a clipping factor applied here saves a pass that scales every gradient; with
+// zero_grad, dx is zeroed once read, which saves the pass that zeroes it before the next backward.
 template <class T>
 struct AdamScalars {
   T b1, b2, c1, c2, wd, keep, step, eps_hat;
   T scale = 1;
+  bool zero_grad = false;
 };
 
 // Adam's update on n elements: x -= lr (m / bc1) / (sqrt(v / bc2) + eps), written as the Adam
@@ -207,8 +209,8 @@ struct AdamScalars {
 // sqrt(v) / sqrt(bc2) + eps takes two divisions (the divider is the loop's slowest unit). Restrict
 // pointers and no branch in the common loop, so it vectorises.
 template <class T>
-TAPESTRY_LOOP void adam_update(T* __restrict x, const T* __restrict dx, T* __restrict m,
-                               T* __restrict v, int64_t n, const AdamScalars<T>& k) {
+TAPESTRY_LOOP void adam_update(T* __restrict x, T* __restrict dx, T* __restrict m, T* __restrict v,
+                               int64_t n, const AdamScalars<T>& k) {
   if (k.keep == T(1) && k.wd == T(0)) {
     for (int64_t j = 0; j < n; ++j) {
       const T g = k.scale * dx[j];
@@ -216,15 +218,17 @@ TAPESTRY_LOOP void adam_update(T* __restrict x, const T* __restrict dx, T* __res
       v[j] = k.b2 * v[j] + k.c2 * g * g;
       x[j] -= k.step * (m[j] / (sqrt(v[j]) + k.eps_hat));
     }
-    return;
+  } else {
+    for (int64_t j = 0; j < n; ++j) {
+      x[j] *= k.keep;
+      const T g = k.scale * dx[j] + k.wd * x[j];
+      m[j] = k.b1 * m[j] + k.c1 * g;
+      v[j] = k.b2 * v[j] + k.c2 * g * g;
+      x[j] -= k.step * (m[j] / (sqrt(v[j]) + k.eps_hat));
+    }
   }
-  for (int64_t j = 0; j < n; ++j) {
-    x[j] *= k.keep;
-    const T g = k.scale * dx[j] + k.wd * x[j];
-    m[j] = k.b1 * m[j] + k.c1 * g;
-    v[j] = k.b2 * v[j] + k.c2 * g * g;
-    x[j] -= k.step * (m[j] / (sqrt(v[j]) + k.eps_hat));
-  }
+  if (k.zero_grad)
+    for (int64_t j = 0; j < n; ++j) dx[j] = T(0);
 }
 
 }  // namespace tapestry::loops

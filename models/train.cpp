@@ -46,6 +46,7 @@ Trainer::Trainer(Seq2Seq& model, const TrainOptions& options)
   else
     optimizer_ = std::make_unique<nn::Adam>(params_, options_.lr, 0.9, options_.adam_beta2,
                                             options_.adam_eps, options_.weight_decay);
+  optimizer_->set_zero_grads_on_step(true);  // step() below zeroes what shard 0 would
   if (options_.schedule == "step")
     step_lr_ = std::make_unique<nn::StepLR>(*optimizer_, options_.step_size, options_.gamma);
   else if (options_.schedule == "plateau")
@@ -69,7 +70,10 @@ void add_into(T* __restrict y, const T* __restrict x, int64_t n) {
 double Trainer::shard_step(int k, const Batch& part, double scale, uint64_t seed) {
   Tape& tape = *tapes_[static_cast<size_t>(k)];
   tape.clear();
-  if (k == 0) optimizer_->zero_grad();  // beside the other shards zeroing their own buffers
+  // Beside the other shards zeroing their own buffers; the optimizer zeroed them as it read them
+  // unless the last step was skipped or did not get that far.
+  if (k == 0 && !grads_zeroed_) optimizer_->zero_grad();
+  if (k == 0) grads_zeroed_ = false;
   if (k > 0) {
     for (auto& [grad, buffer] : sinks_[static_cast<size_t>(k)]) buffer.zero();
     if (!tape.redirecting()) tape.redirect_grads(sinks_[static_cast<size_t>(k)]);
@@ -139,8 +143,10 @@ double Trainer::step(const Batch& batch) {
   last_norm_ = nn::grad_norm(params_);
   last_skipped_ = !std::isfinite(last_norm_);
   if (inverse_sqrt_) inverse_sqrt_->step();  // the lr of the update about to be taken
-  if (!last_skipped_)
+  if (!last_skipped_) {
     optimizer_->step(nn::clip_factor(last_norm_, options_.clip > 0 ? options_.clip : INFINITY));
+    grads_zeroed_ = true;
+  }
   return value;
 }
 

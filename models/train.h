@@ -104,6 +104,7 @@ class Trainer {
   std::unique_ptr<nn::InverseSqrtLR> inverse_sqrt_;
   double last_norm_ = 0;
   bool last_skipped_ = false;
+  bool grads_zeroed_ = false;  // the optimizer's last step zeroed the gradients
 };
 
 }  // namespace tapestry::models

@@ -194,10 +194,12 @@ void SGD::update(double scale) {
       const T lr = static_cast<T>(this->lr()), mom = static_cast<T>(momentum_),
               wd = static_cast<T>(weight_decay_), gs = static_cast<T>(scale);
       T* x = p.value.data<T>();
-      const T* dx = p.grad.data<T>();
+      T* dx = p.grad.data<T>();
       T* buf = buf_tensor ? buf_tensor->data<T>() : nullptr;
+      const bool zero = zero_grads_on_step();
       for (int64_t j = 0, m = p.numel(); j < m; ++j) {
         T g = gs * dx[j];
+        if (zero) dx[j] = T(0);
         if (wd != 0) g += wd * x[j];
         if (buf) {
           buf[j] = first ? g : mom * buf[j] + g;
@@ -218,7 +220,7 @@ using loops::AdamScalars;
 
 // Adam's update on n elements (core/vector_loops.h): in float through the kernels in use.
 template <class T>
-void adam_step(T* x, const T* dx, T* m, T* v, int64_t n, const AdamScalars<T>& k) {
+void adam_step(T* x, T* dx, T* m, T* v, int64_t n, const AdamScalars<T>& k) {
   if constexpr (std::is_same_v<T, float>)
     cpu::kernels().adam_update(x, dx, m, v, n, k);
   else
@@ -271,7 +273,7 @@ void Adam::update(double scale) {
         k.c1 = static_cast<T>(1 - beta1_), k.c2 = static_cast<T>(1 - beta2_);
         k.wd = static_cast<T>(l2), k.keep = static_cast<T>(shrink);
         k.step = static_cast<T>(step_size), k.eps_hat = static_cast<T>(eps_hat);
-        k.scale = static_cast<T>(scale);
+        k.scale = static_cast<T>(scale), k.zero_grad = zero_grads_on_step();
         const int64_t n = p.numel();
         const int64_t begin = n * h / halves, end = n * (h + 1) / halves;
         adam_step(p.value.data<T>() + begin, p.grad.data<T>() + begin, slot(0, i).data<T>() + begin,

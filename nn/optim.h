@@ -33,6 +33,11 @@ class Optimizer {
   // step() give, without the pass that scales every gradient. Gradients are left unchanged.
   void step(double grad_scale = 1);
   void zero_grad();
+  // With on, step() zeroes each gradient once it has read it (as zero_grad() after the step
+  // would), in the same pass over the gradients: a training loop that zeroes before every
+  // backward can skip that pass after a step. Off by default, as in PyTorch.
+  void set_zero_grads_on_step(bool on) { zero_grads_on_step_ = on; }
+  bool zero_grads_on_step() const { return zero_grads_on_step_; }
 
   double lr() const { return lr_; }
   void set_lr(double lr);
@@ -68,6 +73,7 @@ class Optimizer {
   int64_t steps_ = 0;
   std::vector<std::string> slot_names_;
   std::vector<Tensor> slots_;  // slot k of parameter i at k * params_.size() + i; empty until used
+  bool zero_grads_on_step_ = false;
 };
 
 // torch.optim.SGD with dampening 0: g += wd * p; buf = momentum * buf + g (buf = g on the first

@@ -35,8 +35,8 @@ std::vector<float> random_floats(size_t n, Rng& rng) {
 // The kernels this CPU can run, announcing the ones it cannot (they are then untested here).
 // Adam's constants of a double loop, rounded for the float kernels.
 loops::AdamScalars<float> to_float(const loops::AdamScalars<double>& k) {
-  return {float(k.b1),   float(k.b2),   float(k.c1),      float(k.c2),   float(k.wd),
-          float(k.keep), float(k.step), float(k.eps_hat), float(k.scale)};
+  return {float(k.b1),   float(k.b2),   float(k.c1),      float(k.c2),    float(k.wd),
+          float(k.keep), float(k.step), float(k.eps_hat), float(k.scale), k.zero_grad};
 }
 
 std::vector<const cpu::Kernels*> runnable() {
@@ -320,8 +320,9 @@ TEST_CASE("every capability's attention and recurrent rows match double loops", 
 TEST_CASE("every capability's Adam step matches a double loop", "[cpu_kernels]") {
   Rng rng(17);
   for (int64_t n : kLengths)
-    for (int variant = 0; variant < 4; ++variant) {
-      const bool decay = variant & 1, scaled = variant & 2;  // scaled: by a clipping factor
+    for (int variant = 0; variant < 8; ++variant) {
+      // scaled: by a clipping factor; zeroed: the gradient zeroed once read
+      const bool decay = variant & 1, scaled = variant & 2, zeroed = variant & 4;
       const auto x0 = random_floats(static_cast<size_t>(n), rng);
       const auto g = random_floats(static_cast<size_t>(n), rng);
       auto m0 = random_floats(static_cast<size_t>(n), rng);
@@ -336,7 +337,8 @@ TEST_CASE("every capability's Adam step matches a double loop", "[cpu_kernels]")
                                           decay ? 0.999 : 1.0,
                                           1e-3 * std::sqrt(0.2) / 0.3,
                                           1e-8 * std::sqrt(0.2),
-                                          scaled ? 0.37 : 1.0};
+                                          scaled ? 0.37 : 1.0,
+                                          zeroed};
       const loops::AdamScalars<float> kf = to_float(kd);
       std::vector<double> xd(x0.begin(), x0.end()), gd(g.begin(), g.end()),
           md(m0.begin(), m0.end()), vd(v0.begin(), v0.end());
@@ -344,9 +346,11 @@ TEST_CASE("every capability's Adam step matches a double loop", "[cpu_kernels]")
       for (const cpu::Kernels* kern : runnable()) {
         INFO(cpu::capability_name(kern->capability)
              << " n " << n << " decay " << decay << " scaled " << scaled);
-        auto x = x0, m = m0, v = v0;
-        kern->adam_update(x.data(), g.data(), m.data(), v.data(), n, kf);
+        auto x = x0, gk = g, m = m0, v = v0;
+        kern->adam_update(x.data(), gk.data(), m.data(), v.data(), n, kf);
         for (int64_t j = 0; j < n; ++j) {
+          REQUIRE(gk[j] == (zeroed ? 0.0f : g[j]));
+          REQUIRE(gd[j] == (zeroed ? 0.0 : double(g[j])));
           REQUIRE(std::abs(x[j] - xd[j]) <= 1e-6 * (1 + std::abs(xd[j])));
           REQUIRE(std::abs(m[j] - md[j]) <= 1e-6);
           REQUIRE(std::abs(v[j] - vd[j]) <= 1e-6);
@@ -387,8 +391,8 @@ TEST_CASE("every capability's Adam update is within 1e-6 of a double loop's over
         vd(v0.begin(), v0.end());
     loops::adam_update(xd.data(), gd.data(), md.data(), vd.data(), n, kd);
     for (const cpu::Kernels* kern : runnable()) {
-      auto x = x0, m = m0, v = v0;
-      kern->adam_update(x.data(), g.data(), m.data(), v.data(), n, kf);
+      auto x = x0, gk = g, m = m0, v = v0;
+      kern->adam_update(x.data(), gk.data(), m.data(), v.data(), n, kf);
       for (size_t j = 0; j < x.size(); ++j) {
         INFO(cpu::capability_name(kern->capability)
              << " decay " << decay << " element " << j << " g " << g[j] << " m " << m0[j] << " v "

@@ -183,6 +183,37 @@ TEST_CASE("step(grad_scale) equals scaling the gradients first, and leaves them 
   REQUIRE_THROWS_AS(clip_factor(1.0, -1.0), ValueError);
 }
 
+TEST_CASE("zero_grads_on_step: the same steps, each gradient zeroed once read", "[optim]") {
+  const std::vector<double> x0{0.5, -1.5, 2.0}, g1{3.0, -4.0, 12.0}, g2{-1.0, 2.5, 0.5};
+  for (DType dt : {DType::f64, DType::f32})
+    for (int kind = 0; kind < 3; ++kind) {
+      auto make = [&](Parameter& p) -> std::unique_ptr<Optimizer> {
+        if (kind == 0)
+          return std::make_unique<SGD>(std::vector<Parameter*>{&p}, 0.1, 0.9, 0.01, true);
+        if (kind == 1) return std::make_unique<Adam>(std::vector<Parameter*>{&p}, 0.01);
+        return std::make_unique<AdamW>(std::vector<Parameter*>{&p}, 0.01);
+      };
+      // 37 elements: the AVX-512 Adam's whole vectors and its tail
+      std::vector<double> x(37), a(37), b(37);
+      for (size_t j = 0; j < x.size(); ++j)
+        x[j] = x0[j % 3] + 0.01 * double(j), a[j] = g1[j % 3], b[j] = g2[j % 3] * double(j);
+      Parameter zeroing(Tensor::from(x, {37}, dt)), plain(Tensor::from(x, {37}, dt));
+      auto opt_zeroing = make(zeroing), opt_plain = make(plain);
+      opt_zeroing->set_zero_grads_on_step(true);
+      REQUIRE_FALSE(opt_plain->zero_grads_on_step());
+      for (const auto& g : {a, b, a}) {
+        zeroing.grad.copy_from(Tensor::from(g, {37}, dt));
+        plain.grad.copy_from(Tensor::from(g, {37}, dt));
+        opt_zeroing->step(0.5);
+        opt_plain->step(0.5);
+        INFO(opt_plain->name() << " " << dtype_name(dt));
+        REQUIRE(zeroing.grad.to_vector() == std::vector<double>(37, 0.0));
+        REQUIRE(plain.grad.to_vector() == Tensor::from(g, {37}, dt).to_vector());
+        REQUIRE(zeroing.value.to_vector() == plain.value.to_vector());
+      }
+    }
+}
+
 TEST_CASE("bad optimizer arguments throw ValueError naming the optimizer and the value",
           "[optim][errors]") {
   Parameter p(vec({1.0}));
