@@ -145,7 +145,7 @@ double Trainer::step(const Batch& batch) {
   if (inverse_sqrt_) inverse_sqrt_->step();  // the lr of the update about to be taken
   if (!last_skipped_) {
     optimizer_->step(nn::clip_factor(last_norm_, options_.clip > 0 ? options_.clip : INFINITY));
-    grads_zeroed_ = true;
+    grads_zeroed_ = optimizer_->zero_grads_on_step();
   }
   return value;
 }

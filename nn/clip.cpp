@@ -42,7 +42,7 @@ double sum_squares(const T* d, int64_t n) {
 
 double grad_norm(std::span<Parameter* const> params) {
   for (size_t i = 0; i < params.size(); ++i)
-    if (!params[i]) throw ValueError(fmt::format("clip_grad_norm: parameter {} is null", i));
+    if (!params[i]) throw ValueError(fmt::format("grad_norm: parameter {} is null", i));
   // Each parameter's gradient in two halves, one per job, the two partial sums added in job
   // order: the same result on one core or two. A small model's gradients (a tiny one's 66K
   // elements) take less time than waking the other core.
@@ -69,7 +69,10 @@ double grad_norm(std::span<Parameter* const> params) {
 double clip_factor(double norm, double max_norm) {
   if (!(max_norm >= 0))
     throw ValueError(fmt::format("clip_grad_norm: max_norm must be >= 0, got {}", max_norm));
-  // The 1e-6 keeps the factor finite for an all-zero gradient (PyTorch adds the same).
+  // A NaN for a non-finite norm, which Optimizer::step refuses: no finite factor makes such a
+  // gradient one to step by. The 1e-6 keeps the factor finite for an all-zero gradient (PyTorch
+  // adds the same).
+  if (!std::isfinite(norm)) return std::nan("");
   return std::min(1.0, max_norm / (norm + 1e-6));
 }
 

@@ -18,7 +18,8 @@ double clip_grad_norm(std::span<Parameter* const> params, double max_norm);
 
 // The two halves of clip_grad_norm, for an optimizer that scales gradients as it reads them
 // (Optimizer::step(grad_scale)): the global norm as clip_grad_norm returns it (null parameters
-// throw ValueError), and the factor it would scale by, min(1, max_norm / (norm + 1e-6)).
+// throw ValueError), and the factor it would scale by, min(1, max_norm / (norm + 1e-6)); NaN
+// for a non-finite norm (skip that step, as the trainer does).
 double grad_norm(std::span<Parameter* const> params);
 double clip_factor(double norm, double max_norm);
 

@@ -16,9 +16,9 @@ namespace tapestry::nn {
 using OptimizerState = std::vector<std::pair<std::string, Tensor>>;
 
 // Updates parameters in place from their accumulated gradients. A step reads Parameter::grad
-// and writes Parameter::value with plain loops (nothing is recorded on a tape). State tensors
-// are allocated once, on the first step, so later steps allocate nothing. The optimizer keeps
-// pointers to the parameters, which must outlive it.
+// (and zeroes it with set_zero_grads_on_step) and writes Parameter::value with plain loops (nothing
+// is recorded on a tape). State tensors are allocated once, on the first step, so later steps
+// allocate nothing. The optimizer keeps pointers to the parameters, which must outlive it.
 class Optimizer {
  public:
   // `name` prefixes error messages and state entries. Throws ValueError on an empty or
@@ -30,7 +30,8 @@ class Optimizer {
 
   // Updates every parameter from its gradient times grad_scale (>= 0 and finite): 1 takes the
   // gradient as it is; a clipping factor (nn::clip_factor) here gives what clip_grad_norm and
-  // step() give, without the pass that scales every gradient. Gradients are left unchanged.
+  // step() give, without the pass that scales every gradient. Gradients are left unchanged
+  // unless set_zero_grads_on_step(true), when each is zeroed once read.
   void step(double grad_scale = 1);
   void zero_grad();
   // With on, step() zeroes each gradient once it has read it (as zero_grad() after the step

@@ -13,7 +13,7 @@ class Parameter {
   }
 
   Tensor value;
-  Tensor grad;  // accumulates over backward passes until zero_grad()
+  Tensor grad;  // accumulates over backward passes until zero_grad() (or a step that zeroes it)
 
   // The parameter as a leaf of `tape`: bound on first use in a recording and reused after, so a
   // recurrent layer that reads its weights at every time step adds one leaf, not one per step.

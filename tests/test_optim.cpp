@@ -128,7 +128,7 @@ TEST_CASE("float32 parameters step in float32 with the same rule", "[optim]") {
   REQUIRE(opt.state()[2].second.dtype() == DType::f32);  // the buffer follows the parameter
 }
 
-TEST_CASE("zero_grad zeroes every gradient; step does not touch gradients", "[optim]") {
+TEST_CASE("zero_grad zeroes every gradient; step by default does not touch gradients", "[optim]") {
   Parameter a(vec({1.0, 2.0})), b(vec({3.0}));
   Adam opt({&a, &b});
   set_grad(a, {1.0, -1.0});
@@ -180,6 +180,8 @@ TEST_CASE("step(grad_scale) equals scaling the gradients first, and leaves them 
   REQUIRE(opt.steps() == 0);
   REQUIRE(clip_factor(3.0, INFINITY) == 1.0);
   REQUIRE(clip_factor(0.0, 1.0) == 1.0);
+  REQUIRE(std::isnan(clip_factor(INFINITY, 1.0)));  // a step Optimizer::step refuses
+  REQUIRE(std::isnan(clip_factor(std::nan(""), 1.0)));
   REQUIRE_THROWS_AS(clip_factor(1.0, -1.0), ValueError);
 }
 

@@ -180,6 +180,7 @@ TEST_CASE("a batch cut into shards gives the whole batch's loss and gradient", "
     o.shards = shards;
     o.clip = 0;  // compare the raw gradients
     Trainer trainer(model, o);
+    trainer.optimizer().set_zero_grads_on_step(false);  // the gradients are read after the step
     const double loss = trainer.step(batch);
     std::vector<double> grads;
     for (auto* p : model.parameters()) {
@@ -196,7 +197,47 @@ TEST_CASE("a batch cut into shards gives the whole batch's loss and gradient", "
     worst = std::max(worst, std::abs(one.second[i] - three.second[i]));
     scale = std::max(scale, std::abs(one.second[i]));
   }
+  REQUIRE(scale > 0);
   CHECK(worst <= 1e-12 * scale);
+}
+
+TEST_CASE("the trainer's steps are the same whether the optimizer or the trainer zeroes",
+          "[train]") {
+  // Shards redirect their gradients into buffers summed after backward; the optimizer zeroes
+  // the parameters' gradients as it reads them, or the trainer does before the next backward.
+  // Were either zeroing missed, gradients would pile up over the steps and the values part.
+  auto pairs = reversal(40, 4);
+  std::vector<int64_t> rows(40);
+  std::iota(rows.begin(), rows.end(), 0);
+  Batch batch = make_batch(pairs, rows);
+  auto run = [&](bool optimizer_zeroes) {
+    Seq2Seq model(reversal_config(), DType::f64);
+    TrainOptions o;
+    o.shards = 3;
+    Trainer trainer(model, o);
+    trainer.optimizer().set_zero_grads_on_step(optimizer_zeroes);
+    std::vector<double> losses;
+    for (int i = 0; i < 4; ++i) losses.push_back(trainer.step(batch));
+    std::vector<double> values;
+    for (auto* p : model.parameters()) {
+      auto v = p->value.to_vector();
+      values.insert(values.end(), v.begin(), v.end());
+    }
+    return std::make_pair(losses, values);
+  };
+  const auto on = run(true), off = run(false);
+  CHECK(on.first == off.first);
+  CHECK(on.second == off.second);
+  // By default the optimizer zeroes: every gradient is zero after each step.
+  Seq2Seq model(reversal_config(), DType::f64);
+  TrainOptions o;
+  o.shards = 3;
+  Trainer trainer(model, o);
+  for (int i = 0; i < 4; ++i) {
+    trainer.step(batch);
+    for (auto* p : model.parameters())
+      REQUIRE(p->grad.to_vector() == std::vector<double>(p->grad.numel(), 0.0));
+  }
 }
 
 TEST_CASE("training gives the same result on one core and on several", "[train]") {

@@ -322,7 +322,9 @@ PhaseTimes time_phases(Seq2Seq& model, const std::vector<Batch>& pool, const Ben
     tape.clear();
     const double b = seconds_since(t0);
     t0 = Clock::now();
-    adam.step(nn::clip_factor(nn::grad_norm(params), clip > 0 ? clip : INFINITY));
+    // As the trainer: a step whose gradient norm is not finite is skipped.
+    const double norm = nn::grad_norm(params);
+    if (std::isfinite(norm)) adam.step(nn::clip_factor(norm, clip > 0 ? clip : INFINITY));
     const double o = seconds_since(t0);
     if (i >= s.warmup) fwd.push_back(f), bwd.push_back(b), opt.push_back(o);
   }
