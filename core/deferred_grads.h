@@ -41,8 +41,8 @@ class DeferredGrads {
     int32_t owner = -1;
     Tensor* grad = nullptr;
     int64_t rows = 0;
-    std::vector<std::byte> u,
-        v;  // rows x P and rows x Q elements of grad's dtype, appended per stage
+    // rows x P and rows x Q elements of grad's dtype, appended per stage
+    std::vector<std::byte> u, v;
   };
   void run(Entry& e);
 

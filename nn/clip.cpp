@@ -15,6 +15,14 @@ namespace {
 
 constexpr int kJobs = 2;
 
+// Whether the gradients are many enough to be worth the second core.
+bool worth_parallel(std::span<Parameter* const> params) {
+  int64_t elements = 0;
+  for (const Parameter* p : params)
+    if (p->grad.defined()) elements += p->grad.numel();
+  return elements >= kParallelMinElements;
+}
+
 // Sum of squares: blocks of up to 4096 summed in T over 16 independent lanes (which vectorise),
 // each block's sum then added in double; the last fewer than 16 elements are added in double.
 // Most of a small model's gradients are shorter than a block, so the last block is one too.
@@ -46,11 +54,8 @@ double grad_norm(std::span<Parameter* const> params) {
   // Each parameter's gradient in two halves, one per job, the two partial sums added in job
   // order: the same result on one core or two. A small model's gradients (a tiny one's 66K
   // elements) take less time than waking the other core.
-  int64_t elements = 0;
-  for (const Parameter* p : params)
-    if (p->grad.defined()) elements += p->grad.numel();
   double partial[kJobs] = {};
-  parallel_run_if(elements >= kParallelMinElements, kJobs, [&](int job) {
+  parallel_run_if(worth_parallel(params), kJobs, [&](int job) {
     for (Parameter* p : params) {
       const Tensor& dx = p->grad;
       if (!dx.defined()) continue;
@@ -82,10 +87,7 @@ double clip_grad_norm(std::span<Parameter* const> params, double max_norm) {
   if (!std::isfinite(norm)) return norm;
   const double factor = clip_factor(norm, max_norm);
   if (factor >= 1) return norm;
-  int64_t elements = 0;
-  for (const Parameter* p : params)
-    if (p->grad.defined()) elements += p->grad.numel();
-  parallel_run_if(elements >= kParallelMinElements, kJobs, [&](int job) {
+  parallel_run_if(worth_parallel(params), kJobs, [&](int job) {
     for (Parameter* p : params) {
       Tensor& dx = p->grad;
       if (!dx.defined()) continue;

@@ -33,6 +33,13 @@ std::vector<EncodedPair> reversal(int64_t n, uint64_t seed) {
   return out;
 }
 
+// One batch of every pair, in order.
+Batch whole_batch(const std::vector<EncodedPair>& pairs) {
+  std::vector<int64_t> rows(pairs.size());
+  std::iota(rows.begin(), rows.end(), 0);
+  return make_batch(pairs, rows);
+}
+
 Seq2SeqConfig reversal_config() {
   Seq2SeqConfig c;
   c.src_vocab = c.tgt_vocab = 12;
@@ -150,10 +157,7 @@ TEST_CASE("the noam schedule sets the lr before every update, from the first", "
 }
 
 TEST_CASE("adam_beta2 and adam_eps reach the optimizer", "[train]") {
-  auto pairs = reversal(16, 6);
-  std::vector<int64_t> rows(16);
-  std::iota(rows.begin(), rows.end(), 0);
-  const Batch batch = make_batch(pairs, rows);
+  const Batch batch = whole_batch(reversal(16, 6));
   auto run = [&](double beta2, double eps) {
     Seq2Seq model(reversal_config(), DType::f64);
     TrainOptions o;
@@ -170,10 +174,7 @@ TEST_CASE("adam_beta2 and adam_eps reach the optimizer", "[train]") {
 }
 
 TEST_CASE("a batch cut into shards gives the whole batch's loss and gradient", "[train]") {
-  auto pairs = reversal(40, 4);
-  std::vector<int64_t> rows(40);
-  std::iota(rows.begin(), rows.end(), 0);
-  Batch batch = make_batch(pairs, rows);
+  Batch batch = whole_batch(reversal(40, 4));
   auto run = [&](int64_t shards) {
     Seq2Seq model(reversal_config(), DType::f64);
     TrainOptions o;
@@ -206,10 +207,7 @@ TEST_CASE("the trainer's steps are the same whether the optimizer or the trainer
   // Shards redirect their gradients into buffers summed after backward; the optimizer zeroes
   // the parameters' gradients as it reads them, or the trainer does before the next backward.
   // Were either zeroing missed, gradients would pile up over the steps and the values part.
-  auto pairs = reversal(40, 4);
-  std::vector<int64_t> rows(40);
-  std::iota(rows.begin(), rows.end(), 0);
-  Batch batch = make_batch(pairs, rows);
+  Batch batch = whole_batch(reversal(40, 4));
   auto run = [&](bool optimizer_zeroes) {
     Seq2Seq model(reversal_config(), DType::f64);
     TrainOptions o;
@@ -262,10 +260,7 @@ TEST_CASE("training gives the same result on one core and on several", "[train]"
 TEST_CASE("each step's forward reads the weights as the last update left them", "[train]") {
   // The trainer packs the weights for its products once a step; packs kept from the step before
   // would show the old weights. Big SGD steps make the difference plain.
-  auto pairs = reversal(32, 6);
-  std::vector<int64_t> rows(32);
-  std::iota(rows.begin(), rows.end(), 0);
-  Batch batch = make_batch(pairs, rows);
+  Batch batch = whole_batch(reversal(32, 6));
   Seq2Seq model(reversal_config());
   TrainOptions o;
   o.optimizer = "sgd";
