@@ -17,6 +17,17 @@ enum class Capability { portable, avx2, avx512 };
 
 std::string_view capability_name(Capability c);
 
+// panels_product takes K in blocks of kProductDepth (its sums' blocks) and packs a's rows for its
+// micro-kernels at most kProductPackRows at a time (with the 16-row panels of a block, 1.5 MB:
+// a 2 MB L2 keeps them while every panel passes).
+inline constexpr int64_t kProductDepth = 512;
+inline constexpr int64_t kProductPackRows = 768;
+inline constexpr int64_t kProductPackSlack = 8;  // floats past the rows that packing may write
+inline int64_t product_pack_floats(int64_t m, int64_t k) {
+  return (m < kProductPackRows ? m : kProductPackRows) * (k < kProductDepth ? k : kProductDepth) +
+         kProductPackSlack;
+}
+
 // The kernels of one capability. Each is compiled from core/cpu_kernels_body.inc with that
 // capability's instruction set, so one build carries all three and runs on any x86-64 CPU.
 struct Kernels {
@@ -26,9 +37,11 @@ struct Kernels {
   // strides; bias (N) may be null; beta = 0 never reads c. Every element is the same chain of
   // fused multiply-adds in every capability (over each block of 512 k in order, the blocks added
   // in order, then beta c, then the bias), so all three give the same bits.
+  // a_pack is room for product_pack_floats(m, k) floats, where the AVX-512 kernel copies a's
+  // rows (the others read a in place and take null).
   void (*panels_product)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                          const float* panels, int64_t p0, int64_t p1, float beta, const float* bias,
-                         float* c, int64_t ldc);
+                         float* c, int64_t ldc, float* a_pack);
   // W (N,K) row-major with row stride ldw into panels of 16 rows (rows past N are zero), as
   // panels_product reads it.
   void (*pack_panels)(const float* w, int64_t n, int64_t k, int64_t ldw, float* panels);

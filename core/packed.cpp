@@ -9,6 +9,7 @@
 #include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/gemm_profile.h"
 #include "tapestry/core/parallel.h"
+#include "tapestry/core/scratch.h"
 
 namespace tapestry {
 
@@ -20,6 +21,15 @@ namespace {
 // Products with at least this many multiply-adds, outside a parallel job, split their panels
 // across the cores.
 constexpr int64_t kSplitWork = int64_t{1} << 22;
+
+// This thread's room for the product kernel's packed rows of a, on a cache line boundary.
+float* a_pack_buffer(int64_t m, int64_t k) {
+  constexpr int64_t kLine = 16;  // floats
+  float* p = scratch_buffer<float, struct ProductPack>(
+      static_cast<size_t>(cpu::product_pack_floats(m, k) + kLine));
+  const auto skip = (-reinterpret_cast<uintptr_t>(p) / sizeof(float)) % kLine;
+  return p + skip;
+}
 }  // namespace
 
 void PackedMatrix::pack(const Tensor& w, PackView view) {
@@ -78,11 +88,11 @@ void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const Packed
   if (parts >= 2 && panels >= parts && m * w.rows() * k >= kSplitWork && !in_parallel_region()) {
     parallel_run(parts, [&](int part) {
       kernel(m, w.rows(), k, a, lda, w.panel(0), panels * part / parts, panels * (part + 1) / parts,
-             beta, bias, c, ldc);
+             beta, bias, c, ldc, a_pack_buffer(m, k));
     });
     return;
   }
-  kernel(m, w.rows(), k, a, lda, w.panel(0), 0, panels, beta, bias, c, ldc);
+  kernel(m, w.rows(), k, a, lda, w.panel(0), 0, panels, beta, bias, c, ldc, a_pack_buffer(m, k));
 }
 
 // ---------------------------------------------------------------------------------------------
