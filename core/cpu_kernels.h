@@ -37,11 +37,12 @@ struct Kernels {
   // strides; bias (N) may be null; beta = 0 never reads c. Every element is the same chain of
   // fused multiply-adds in every capability (over each block of 512 k in order, the blocks added
   // in order, then beta c, then the bias), so all three give the same bits.
-  // a_pack is room for product_pack_floats(m, k) floats, where the AVX-512 kernel copies a's
-  // rows (the others read a in place and take null).
+  // Where packs_a, a_pack is room for product_pack_floats(m, k) floats into which the kernel
+  // copies a's rows (m > 1); elsewhere it reads a in place and a_pack may be null.
   void (*panels_product)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                          const float* panels, int64_t p0, int64_t p1, float beta, const float* bias,
                          float* c, int64_t ldc, float* a_pack);
+  bool packs_a;
   // W (N,K) row-major with row stride ldw into panels of 16 rows (rows past N are zero), as
   // panels_product reads it.
   void (*pack_panels)(const float* w, int64_t n, int64_t k, int64_t ldw, float* panels);

@@ -22,13 +22,15 @@ namespace {
 // across the cores.
 constexpr int64_t kSplitWork = int64_t{1} << 22;
 
-// This thread's room for the product kernel's packed rows of a, on a cache line boundary.
+// This thread's room for the product kernel's packed rows of a, on a cache line boundary; null
+// where the kernel reads a in place.
 float* a_pack_buffer(int64_t m, int64_t k) {
-  constexpr int64_t kLine = 16;  // floats
+  if (!cpu::kernels().packs_a || m <= 1) return nullptr;
+  constexpr int64_t kLine = 16;  // floats in a 64-byte line
   float* p = scratch_buffer<float, struct ProductPack>(
       static_cast<size_t>(cpu::product_pack_floats(m, k) + kLine));
-  const auto skip = (-reinterpret_cast<uintptr_t>(p) / sizeof(float)) % kLine;
-  return p + skip;
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  return p + (64 - address % 64) % 64 / sizeof(float);
 }
 }  // namespace
 

@@ -121,16 +121,18 @@ TEST_CASE("every capability's packed product matches a plain loop in double, to 
   struct Size {
     int64_t m, n, k;
   };
-  // Rows: tiles of 1 to 8 and several of nearly equal height, more than one block of packed rows
+  // Rows: tiles of 2 to 8 and several of nearly equal height, two and three blocks of packed rows
   // (kProductPackRows), and one row alone (its own kernel, several panels at once); columns: one
   // panel, pairs of panels and an odd one left over, groups of 8 panels and a partial one, tails;
-  // depth: one element, odd, one block of 512, several.
+  // depth: one element, fewer than 8 (no whole transpose when packing), odd, one block of 512,
+  // several. Packing 2 or 3 rows spills the most past a tile.
   const Size sizes[] = {
       {1, 1, 1},     {2, 15, 7},    {3, 16, 16},    {4, 17, 33},
       {5, 48, 64},   {6, 100, 3},   {7, 47, 512},   {8, 33, 40},
       {9, 80, 20},   {13, 30, 513}, {16, 384, 128}, {32, 70, 1100},
       {1, 200, 300}, {11, 1, 40},   {17, 64, 9},    {1, 16, 64},
-      {1, 130, 96},  {1, 384, 600}, {1, 7, 1030},   {cpu::kProductPackRows + 31, 40, 520}};
+      {1, 130, 96},  {1, 384, 600}, {1, 7, 1030},   {cpu::kProductPackRows + 31, 40, 520},
+      {2, 20, 16},   {3, 20, 17},   {9, 20, 5},     {2 * cpu::kProductPackRows + 1, 24, 40}};
   const auto all = runnable();
   for (const Size& sz : sizes)
     for (float beta : {0.0f, 1.0f, 0.5f})
@@ -150,11 +152,16 @@ TEST_CASE("every capability's packed product matches a plain loop in double, to 
           // In two calls over the panels, as the product is split across cores.
           const int64_t panels = (sz.n + 15) / 16, half = panels / 2;
           const float* b = with_bias ? bias.data() : nullptr;
-          std::vector<float> a_pack(static_cast<size_t>(cpu::product_pack_floats(sz.m, sz.k)));
+          // The packed rows' room, then a guard that packing must leave alone.
+          const auto room = static_cast<size_t>(cpu::product_pack_floats(sz.m, sz.k));
+          constexpr size_t kGuard = 64;
+          constexpr float kUntouched = -12345.0f;
+          std::vector<float> a_pack(room + kGuard, kUntouched);
           kern->panels_product(sz.m, sz.n, sz.k, a.data(), lda, packed.data, 0, half, beta, b,
                                c.data(), ldc, a_pack.data());
           kern->panels_product(sz.m, sz.n, sz.k, a.data(), lda, packed.data, half, panels, beta, b,
                                c.data(), ldc, a_pack.data());
+          for (size_t g = room; g < room + kGuard; ++g) REQUIRE(a_pack[g] == kUntouched);
           for (int64_t i = 0; i < sz.m; ++i) {
             for (int64_t j = 0; j < sz.n; ++j) {
               double want = 0;
