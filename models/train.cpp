@@ -60,9 +60,14 @@ namespace {
 
 constexpr int kReduceJobs = 2;
 
+// y += x, and x = 0 while its line is in the cache (a memset at the shard's next step would read
+// and write it all again).
 template <class T>
-void add_into(T* __restrict y, const T* __restrict x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+void move_into(T* __restrict y, T* __restrict x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    y[i] += x[i];
+    x[i] = T(0);
+  }
 }
 
 }  // namespace
@@ -75,7 +80,9 @@ double Trainer::shard_step(int k, const Batch& part, double scale, uint64_t seed
   if (k == 0 && !grads_zeroed_) optimizer_->zero_grad();
   if (k == 0) grads_zeroed_ = false;
   if (k > 0) {
-    for (auto& [grad, buffer] : sinks_[static_cast<size_t>(k)]) buffer.zero();
+    if (!sinks_zero_[static_cast<size_t>(k)])
+      for (auto& [grad, buffer] : sinks_[static_cast<size_t>(k)]) buffer.zero();
+    sinks_zero_[static_cast<size_t>(k)] = 0;
     if (!tape.redirecting()) tape.redirect_grads(sinks_[static_cast<size_t>(k)]);
   }
   Rng rng(seed);
@@ -101,6 +108,7 @@ double Trainer::step(const Batch& batch) {
       for (auto* p : params_)
         sink.emplace_back(p->grad, Tensor::zeros(p->grad.shape(), p->grad.dtype()));
     sinks_.push_back(std::move(sink));
+    sinks_zero_.push_back(1);
   }
   // Contiguous row ranges (rows of a batch have similar lengths), each shard's loss weighted by
   // its share of the batch's target tokens so the sum is the whole batch's mean.
@@ -123,8 +131,9 @@ double Trainer::step(const Batch& batch) {
   double value = 0;
   for (int k = 0; k < shards; ++k) value += losses_[k];
   // The other shards' gradients are added into the parameters' (shard 0 wrote there), each
-  // parameter's elements split between the jobs, in a fixed order whatever the core count.
-  if (shards > 1)
+  // parameter's elements split between the jobs, in a fixed order whatever the core count, and
+  // the shards' buffers left zero for their next step.
+  if (shards > 1) {
     parallel_run(kReduceJobs, [&](int job) {
       for (int k = 1; k < shards; ++k)
         for (auto& sink : sinks_[static_cast<size_t>(k)]) {
@@ -134,10 +143,12 @@ double Trainer::step(const Batch& batch) {
           const int64_t begin = n * job / kReduceJobs, end = n * (job + 1) / kReduceJobs;
           dispatch(grad.dtype(), [&](auto tag) {
             using T = decltype(tag);
-            add_into(grad.data<T>() + begin, buffer.data<T>() + begin, end - begin);
+            move_into(grad.data<T>() + begin, buffer.data<T>() + begin, end - begin);
           });
         }
     });
+    for (int k = 1; k < shards; ++k) sinks_zero_[static_cast<size_t>(k)] = 1;
+  }
   // Clipping as clip_grad_norm clips, its factor applied by the optimizer as it reads each
   // gradient rather than in a pass of its own.
   last_norm_ = nn::grad_norm(params_);

@@ -1,6 +1,7 @@
 // Training: the optimizer step (forward, backward, clip, update) and epochs over shuffled batches.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -95,6 +96,9 @@ class Trainer {
   std::vector<std::unique_ptr<Tape>> tapes_;  // one per shard
   WeightPacks packs_;  // the weights packed for the forward products, shared by the shards
   std::vector<std::vector<std::pair<Tensor, Tensor>>> sinks_;  // shard k > 0: (grad, buffer)
+  // Shard k's buffers are all zero: fresh, or emptied by the last reduce as it read them. A
+  // shard's step clears its own entry, so an interrupted step leaves its buffers to be zeroed.
+  std::vector<uint8_t> sinks_zero_;
   std::vector<Batch> parts_;     // this step's shards, their lists reused from step to step
   std::vector<uint64_t> seeds_;  // each shard's random draws
   std::vector<double> losses_;

@@ -238,6 +238,30 @@ TEST_CASE("the trainer's steps are the same whether the optimizer or the trainer
   }
 }
 
+TEST_CASE("several steps in shards equal the same steps on the whole batch", "[train]") {
+  // The summing after backward empties the shards' buffers for their next step; left full, a
+  // shard's gradients would pile up from step to step and the weights part from one shard's.
+  Batch batch = whole_batch(reversal(40, 4));
+  auto run = [&](int64_t shards) {
+    Seq2Seq model(reversal_config(), DType::f64);
+    TrainOptions o;
+    o.shards = shards;
+    Trainer trainer(model, o);
+    for (int i = 0; i < 4; ++i) trainer.step(batch);
+    std::vector<double> values;
+    for (auto* p : model.parameters()) {
+      auto v = p->value.to_vector();
+      values.insert(values.end(), v.begin(), v.end());
+    }
+    return values;
+  };
+  const auto one = run(1), three = run(3);
+  REQUIRE(one.size() == three.size());
+  double worst = 0;
+  for (size_t i = 0; i < one.size(); ++i) worst = std::max(worst, std::abs(one[i] - three[i]));
+  CHECK(worst <= 1e-10);
+}
+
 TEST_CASE("training gives the same result on one core and on several", "[train]") {
   auto train = reversal(300, 5);
   auto run = [&](int threads) {
