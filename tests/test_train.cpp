@@ -40,6 +40,16 @@ Batch whole_batch(const std::vector<EncodedPair>& pairs) {
   return make_batch(pairs, rows);
 }
 
+// Every parameter's value (or gradient, with &nn::Parameter::grad) joined into one list.
+std::vector<double> joined(Seq2Seq& model, Tensor nn::Parameter::*field = &nn::Parameter::value) {
+  std::vector<double> out;
+  for (auto* p : model.parameters()) {
+    const auto v = (p->*field).to_vector();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
 Seq2SeqConfig reversal_config() {
   Seq2SeqConfig c;
   c.src_vocab = c.tgt_vocab = 12;
@@ -183,12 +193,7 @@ TEST_CASE("a batch cut into shards gives the whole batch's loss and gradient", "
     Trainer trainer(model, o);
     trainer.optimizer().set_zero_grads_on_step(false);  // the gradients are read after the step
     const double loss = trainer.step(batch);
-    std::vector<double> grads;
-    for (auto* p : model.parameters()) {
-      auto g = p->grad.to_vector();
-      grads.insert(grads.end(), g.begin(), g.end());
-    }
-    return std::make_pair(loss, grads);
+    return std::make_pair(loss, joined(model, &nn::Parameter::grad));
   };
   auto one = run(1), three = run(3);
   CHECK(three.first == Approx(one.first).epsilon(1e-12));
@@ -216,12 +221,7 @@ TEST_CASE("the trainer's steps are the same whether the optimizer or the trainer
     trainer.optimizer().set_zero_grads_on_step(optimizer_zeroes);
     std::vector<double> losses;
     for (int i = 0; i < 4; ++i) losses.push_back(trainer.step(batch));
-    std::vector<double> values;
-    for (auto* p : model.parameters()) {
-      auto v = p->value.to_vector();
-      values.insert(values.end(), v.begin(), v.end());
-    }
-    return std::make_pair(losses, values);
+    return std::make_pair(losses, joined(model));
   };
   const auto on = run(true), off = run(false);
   CHECK(on.first == off.first);
@@ -248,12 +248,7 @@ TEST_CASE("several steps in shards equal the same steps on the whole batch", "[t
     o.shards = shards;
     Trainer trainer(model, o);
     for (int i = 0; i < 4; ++i) trainer.step(batch);
-    std::vector<double> values;
-    for (auto* p : model.parameters()) {
-      auto v = p->value.to_vector();
-      values.insert(values.end(), v.begin(), v.end());
-    }
-    return values;
+    return joined(model);
   };
   const auto one = run(1), three = run(3);
   REQUIRE(one.size() == three.size());
