@@ -129,7 +129,8 @@ Var Cell::project_head(Tape& tape, const Var& a, int64_t split) {
     throw ShapeError(fmt::format("{} cell: head {} does not fit a split at {} of input size {}",
                                  cell_name(kind_), a.shape().str(), split, input_));
   Var w_head = ops::slice(w_ih_->var(tape), 1, 0, split);  // (G*H, split)
-  return ops::affine(a, w_head, b_ih_->var(tape));         // w_head is a copy: no pack
+  // w_head is a copy of W_ih's first columns: its packs are made from W_ih itself.
+  return ops::affine(a, w_head, b_ih_->var(tape), tape.weight_packs(), {&w_ih_->value, 0});
 }
 
 Var Cell::weight_tail(Tape& tape, int64_t split) {

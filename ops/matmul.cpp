@@ -1,4 +1,4 @@
-// Matrix products through BLAS (sgemm/dgemm); transposes become BLAS flags, never copies.
+// Matrix products: the packed kernel (core/packed.h) for float32 weights, BLAS for the rest.
 #include "tapestry/ops/matmul.h"
 
 #include "tapestry/core/blas.h"
@@ -214,8 +214,19 @@ void affine_backward(Tape& tape, const Node& n) {
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* dy = n.grad.data<T>();
-    if (dx)  // (R,out) x (out,K) -> (R,K)
+    // A per-step product of a few rows whose forward pass read W's pack reads the pack of W^T,
+    // made once and used at every step; a whole batch's (the output layer's 8000 x 512 W) would
+    // rebuild a big pack for one product, which measured no faster than BLAS.
+    const auto attrs = tape.attrs(n);
+    WeightPacks* packs = tape.weight_packs();
+    const bool packed = packs && attrs.size() == 2 && attrs[0] == kPackedB && rows < kDeferRows;
+    if (dx && packed) {  // (R,out) x (out,K) -> (R,K), W^T packed from the weight saved third
+      if constexpr (std::is_same_v<T, float>)
+        gemm_packed(rows, out, dy, out, packs->get(tape.saved(n, 2), {attrs[1], k, true}), 1.0f,
+                    dx->data<float>(), k);
+    } else if (dx) {
       blas::gemm(false, false, rows, k, out, T(1), dy, out, w.data<T>(), k, T(1), dx->data<T>(), k);
+    }
     if (dw && rows < kDeferRows &&
         tape.defer_product(n, 1, x.dtype(), dy, out, x.data<T>(), k, rows))
       dw = nullptr;  // a per-step product's rows, multiplied with the other steps' by the tape
@@ -231,7 +242,7 @@ void affine_backward(Tape& tape, const Node& n) {
 TAPESTRY_OP(kAffine, "affine", affine_backward,
             "y = x W^T + b;  dx += dy W;  dW += dy^T x;  db += sum_rows dy");
 
-Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs) {
+Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs, PackSource source) {
   const bool bias = b.value().defined();
   if (bias)
     check_same_dtype("affine", {&x.value(), &w.value(), &b.value()});
@@ -244,15 +255,25 @@ Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs) {
         "and (M)",
         x.shape().str(), w.shape().str(), bias ? b.shape().str() : "none"));
   const int64_t out = w.dim(0), k = w.dim(1), rows = leading_rows(x.shape());
+  const Tensor& weight = source.weight ? *source.weight : w.value();
+  if (source.weight && weight.dtype() != w.dtype())
+    throw DTypeError(fmt::format("affine: W {} {} is not a copy of the weight {} {} it names",
+                                 dtype_name(w.dtype()), w.shape().str(), dtype_name(weight.dtype()),
+                                 weight.shape().str()));
+  if (source.weight && (weight.ndim() != 2 || weight.dim(0) != out || source.col0 < 0 ||
+                        source.col0 + k > weight.dim(1)))
+    throw ShapeError(fmt::format("affine: W {} is not columns {}.. of the weight {} it names",
+                                 w.shape().str(), source.col0, weight.shape().str()));
   Shape shape = x.shape();
   shape = x.ndim() == 3 ? Shape{shape[0], shape[1], out} : Shape{shape[0], out};
   Tensor y = Tensor::empty(shape, x.dtype());
   // One row too (decoding one sentence): the packed kernel's one-row path, 8 panels at a time,
   // beats the matrix-vector kernel on the unpacked weight (tiny decoding 32.0 -> 28.4 us), and a
   // row's result is then the same bits alone as in a batch.
-  if (packs && packed_kernel_available() && x.dtype() == DType::f32 && rows >= 1) {
-    gemm_packed(rows, k, x.value().data<float>(), k, packs->get(w.value()), 0.0f, y.data<float>(),
-                out, bias ? b.value().data<float>() : nullptr);
+  const bool packed = packs && packed_kernel_available() && x.dtype() == DType::f32 && rows >= 1;
+  if (packed) {
+    gemm_packed(rows, k, x.value().data<float>(), k, packs->get(weight, {source.col0, k, false}),
+                0.0f, y.data<float>(), out, bias ? b.value().data<float>() : nullptr);
   } else {
     dispatch(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -270,6 +291,11 @@ Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs) {
   const int32_t id = tape->record(kAffine, std::move(y), {&x, &w, &b});
   tape->save(id, x.value());
   tape->save(id, w.value());
+  if (packed) {  // as matmul: backward may read the pack of W^T, made from the same weight
+    tape->save(id, weight);
+    const int64_t attrs[2] = {kPackedB, source.col0};
+    tape->save_attrs(id, attrs);
+  }
   return tape->output(id);
 }
 

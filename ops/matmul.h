@@ -25,8 +25,10 @@ Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = fals
            WeightPacks* packs = nullptr, PackSource source = {});
 
 // y = x W^T + b, the fully connected layer as one op: x (N,K) or (B,S,K), W (M,K), b (M) or
-// undefined (no bias) -> (N,M) or (B,S,M). With `packs`, W is a weight as for matmul. Throws
-// ShapeError naming every shape unless they fit.
-Var affine(const Var& x, const Var& w, const Var& b = Var(), WeightPacks* packs = nullptr);
+// undefined (no bias) -> (N,M) or (B,S,M). With `packs`, W is a weight, or a copy of a weight's
+// columns that `source` names, as for matmul. Throws ShapeError naming every shape unless they
+// fit.
+Var affine(const Var& x, const Var& w, const Var& b = Var(), WeightPacks* packs = nullptr,
+           PackSource source = {});
 
 }  // namespace tapestry::ops

@@ -228,17 +228,17 @@ TEST_CASE("matmul and affine read a weight's pack and give the values and gradie
       INFO((with_bias ? "affine " : "matmul ") << x.shape().str());
       const auto blas = run(false, with_bias), packed = run(true, with_bias);
       near(blas[0], packed[0]);
-      // dx: matmul's through the transposed pack, affine's through BLAS as before.
-      if (with_bias || !packed_kernel_available())
+      // dx through the transposed pack (these are products of a few rows, as per-step ones).
+      if (!packed_kernel_available())
         REQUIRE(blas[1].to_vector() == packed[1].to_vector());
       else
         near(blas[1], packed[1]);
-      // dW and db: the same BLAS calls on the same dy.
+      // dW and db: the same calls on the same dy, whether the forward pass read a pack or not.
       REQUIRE(blas[2].to_vector() == packed[2].to_vector());
       REQUIRE(blas[3].to_vector() == packed[3].to_vector());
     }
-  // One weight, packed once for both products, and its transpose for matmul's dx (none where
-  // the kernels in use are the portable ones, whose products go to BLAS).
+  // One weight, packed once for both products, and its transpose for their dx (none where the
+  // kernels in use are the portable ones, whose products go to BLAS).
   REQUIRE(packs.size() == (packed_kernel_available() ? 2u : 0u));
 }
 
@@ -246,25 +246,34 @@ TEST_CASE("a product with a copy of a weight's columns reads the weight's packs"
   Rng rng(8);
   WeightPacks packs;
   Tensor w = random_matrix(37, 30, rng);  // (N,C); the product's b is its columns [12, 30)
+  Tensor bias = random_matrix(1, 37, rng).reshape(Shape{37});
   Tensor x = random_matrix(9, 18, rng), dy = random_matrix(9, 37, rng);
-  auto run = [&](bool packed) {
-    Tape tape;
-    if (packed) tape.set_weight_packs(&packs);
-    Tensor dx = Tensor::zeros(x.shape(), DType::f32), dw = Tensor::zeros(w.shape(), DType::f32);
-    Var xv = tape.bind(x, dx), wv = tape.bind(w, dw);
-    Var tail = ops::slice(wv, 1, 12, 18);  // a copy, as nn::Cell::weight_tail makes
-    Var y = packed ? ops::matmul(xv, tail, false, true, &packs, {&w, 12})
-                   : ops::matmul(xv, tail, false, true);
-    tape.backward(y, dy);
-    return std::vector<Tensor>{y.value(), dx, dw};
-  };
-  const auto blas = run(false), packed = run(true);
-  for (size_t t = 0; t < 2; ++t)  // y and dx: the packed kernel's sums against BLAS's
-    for (int64_t i = 0; i < blas[t].numel(); ++i)
-      REQUIRE(packed[t].data<float>()[i] == Approx(blas[t].data<float>()[i]).margin(1e-5));
-  REQUIRE(blas[2].to_vector() == packed[2].to_vector());  // dW: the same BLAS call, then slice's
-  // The block and its transpose, packed from w (the copy is never looked up).
-  REQUIRE(packs.size() == (packed_kernel_available() ? 2u : 0u));
+  // matmul, and affine as nn::Cell::project_head calls it (the columns [0, 18) of w, a bias).
+  for (bool affine : {false, true}) {
+    const int64_t col0 = affine ? 0 : 12;
+    auto run = [&](bool packed) {
+      Tape tape;
+      if (packed) tape.set_weight_packs(&packs);
+      Tensor dx = Tensor::zeros(x.shape(), DType::f32), dw = Tensor::zeros(w.shape(), DType::f32);
+      Var xv = tape.bind(x, dx), wv = tape.bind(w, dw),
+          bv = tape.bind(bias, Tensor::zeros(bias.shape(), DType::f32));
+      Var block = ops::slice(wv, 1, col0, 18);  // a copy, as nn::Cell::weight_tail makes
+      WeightPacks* p = packed ? &packs : nullptr;
+      const ops::PackSource source = packed ? ops::PackSource{&w, col0} : ops::PackSource{};
+      Var y = affine ? ops::affine(xv, block, bv, p, source)
+                     : ops::matmul(xv, block, false, true, p, source);
+      tape.backward(y, dy);
+      return std::vector<Tensor>{y.value(), dx, dw};
+    };
+    const auto blas = run(false), packed = run(true);
+    INFO((affine ? "affine" : "matmul"));
+    for (size_t t = 0; t < 2; ++t)  // y and dx: the packed kernel's sums against BLAS's
+      for (int64_t i = 0; i < blas[t].numel(); ++i)
+        REQUIRE(packed[t].data<float>()[i] == Approx(blas[t].data<float>()[i]).margin(1e-5));
+    REQUIRE(blas[2].to_vector() == packed[2].to_vector());  // dW: the same BLAS call, then slice's
+  }
+  // Each block and its transpose, packed from w (the copies are never looked up).
+  REQUIRE(packs.size() == (packed_kernel_available() ? 4u : 0u));
 
   Tape tape;
   Var xv = tape.bind(x, Tensor::zeros(x.shape(), DType::f32));
@@ -273,4 +282,7 @@ TEST_CASE("a product with a copy of a weight's columns reads the weight's packs"
                       Catch::Contains("(37,18)") && Catch::Contains("(37,30)"));
   const Tensor w64 = Tensor::zeros({37, 30}, DType::f64);
   REQUIRE_THROWS_AS(ops::matmul(xv, tail, false, true, &packs, {&w64, 12}), DTypeError);
+  REQUIRE_THROWS_WITH(ops::affine(xv, tail, Var(), &packs, {&w, 13}),
+                      Catch::Contains("(37,18)") && Catch::Contains("(37,30)"));
+  REQUIRE_THROWS_AS(ops::affine(xv, tail, Var(), &packs, {&w64, 12}), DTypeError);
 }
