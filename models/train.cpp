@@ -58,8 +58,6 @@ Trainer::Trainer(Seq2Seq& model, const TrainOptions& options)
 
 namespace {
 
-constexpr int kReduceJobs = 2;
-
 // y += x, and x = 0 while its line is in the cache (a memset at the shard's next step would read
 // and write it all again).
 template <class T>
@@ -130,28 +128,27 @@ double Trainer::step(const Batch& batch) {
   });
   double value = 0;
   for (int k = 0; k < shards; ++k) value += losses_[k];
-  // The other shards' gradients are added into the parameters' (shard 0 wrote there), each
-  // parameter's elements split between the jobs, in a fixed order whatever the core count, and
-  // the shards' buffers left zero for their next step.
-  if (shards > 1) {
-    parallel_run(kReduceJobs, [&](int job) {
-      for (int k = 1; k < shards; ++k)
-        for (auto& sink : sinks_[static_cast<size_t>(k)]) {
-          // Not a structured binding: clang 14 cannot capture one in the lambda below.
-          Tensor &grad = sink.first, &buffer = sink.second;
-          const int64_t n = grad.numel();
-          const int64_t begin = n * job / kReduceJobs, end = n * (job + 1) / kReduceJobs;
-          dispatch(grad.dtype(), [&](auto tag) {
-            using T = decltype(tag);
-            move_into(grad.data<T>() + begin, buffer.data<T>() + begin, end - begin);
-          });
-        }
-    });
-    for (int k = 1; k < shards; ++k) sinks_zero_[static_cast<size_t>(k)] = 1;
-  }
   // Clipping as clip_grad_norm clips, its factor applied by the optimizer as it reads each
-  // gradient rather than in a pass of its own.
-  last_norm_ = nn::grad_norm(params_);
+  // gradient rather than in a pass of its own. The other shards' gradients are added into the
+  // parameters' (shard 0 wrote there) in the same pass, range by range just before the norm reads
+  // each range, in shard order whatever the core count, and the shards' buffers left zero for
+  // their next step.
+  if (shards > 1) {
+    auto others = std::span(sinks_).subspan(1, static_cast<size_t>(shards - 1));
+    const auto reduce = [](void* context, size_t i, int64_t begin, int64_t n) {
+      for (auto& shard : *static_cast<decltype(others)*>(context)) {
+        Tensor &grad = shard[i].first, &buffer = shard[i].second;
+        dispatch(grad.dtype(), [&](auto tag) {
+          using T = decltype(tag);
+          move_into(grad.data<T>() + begin, buffer.data<T>() + begin, n);
+        });
+      }
+    };
+    last_norm_ = nn::grad_norm(params_, reduce, &others);
+    for (int k = 1; k < shards; ++k) sinks_zero_[static_cast<size_t>(k)] = 1;
+  } else {
+    last_norm_ = nn::grad_norm(params_);
+  }
   last_skipped_ = !std::isfinite(last_norm_);
   if (inverse_sqrt_) inverse_sqrt_->step();  // the lr of the update about to be taken
   if (!last_skipped_) {

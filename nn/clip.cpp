@@ -26,14 +26,16 @@ bool worth_parallel(std::span<Parameter* const> params) {
 // Sum of squares: blocks of up to 4096 summed in T over 16 independent lanes (which vectorise),
 // each block's sum then added in double; the last fewer than 16 elements are added in double.
 // Most of a small model's gradients are shorter than a block, so the last block is one too.
-template <class T>
-double sum_squares(const T* d, int64_t n) {
+// before(j, len) runs on each range just before the range is read.
+template <class T, class Before>
+double sum_squares(const T* d, int64_t n, Before before) {
   constexpr int kLanes = 16;
   constexpr int64_t kBlock = 4096;
   double total = 0;
   int64_t j = 0;
   for (; j + kLanes <= n; j += kBlock) {
     const int64_t len = std::min(kBlock, (n - j) / kLanes * kLanes);
+    before(j, len);
     T acc[kLanes] = {};
     for (int64_t i = 0; i < len; i += kLanes)
       for (int u = 0; u < kLanes; ++u) acc[u] += d[j + i + u] * d[j + i + u];
@@ -43,12 +45,17 @@ double sum_squares(const T* d, int64_t n) {
       break;
     }
   }
+  if (j < n) before(j, n - j);
   for (; j < n; ++j) total += static_cast<double>(d[j]) * d[j];
   return total;
 }
 }  // namespace
 
 double grad_norm(std::span<Parameter* const> params) {
+  return grad_norm(params, nullptr, nullptr);
+}
+
+double grad_norm(std::span<Parameter* const> params, GradRangeFn prepare, void* context) {
   for (size_t i = 0; i < params.size(); ++i)
     if (!params[i]) throw ValueError(fmt::format("grad_norm: parameter {} is null", i));
   // Each parameter's gradient in two halves, one per job, the two partial sums added in job
@@ -56,13 +63,16 @@ double grad_norm(std::span<Parameter* const> params) {
   // elements) take less time than waking the other core.
   double partial[kJobs] = {};
   parallel_run_if(worth_parallel(params), kJobs, [&](int job) {
-    for (Parameter* p : params) {
-      const Tensor& dx = p->grad;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Tensor& dx = params[i]->grad;
       if (!dx.defined()) continue;
       const int64_t n = dx.numel(), begin = n * job / kJobs, end = n * (job + 1) / kJobs;
+      const auto before = [&](int64_t j, int64_t len) {
+        if (prepare) prepare(context, i, begin + j, len);
+      };
       dispatch(dx.dtype(), [&](auto tag) {
         using T = decltype(tag);
-        partial[job] += sum_squares(dx.data<T>() + begin, end - begin);
+        partial[job] += sum_squares(dx.data<T>() + begin, end - begin, before);
       });
     }
   });
