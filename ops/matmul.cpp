@@ -68,6 +68,10 @@ constexpr int64_t kPackedB = 1;
 // the whole gradient for little arithmetic; one of 640 rows (a whole batch's) gains nothing.
 constexpr int64_t kDeferRows = 256;
 
+// A weight whose pack was read at least this many times in a step is read at every time step:
+// more than once in each of two shards.
+constexpr int64_t kPerStepUses = 4;
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -215,11 +219,13 @@ void affine_backward(Tape& tape, const Node& n) {
     using T = decltype(tag);
     const T* dy = n.grad.data<T>();
     // A per-step product of a few rows whose forward pass read W's pack reads the pack of W^T,
-    // made once and used at every step; a whole batch's (the output layer's 8000 x 512 W) would
-    // rebuild a big pack for one product, which measured no faster than BLAS.
+    // made once and used at every step. A product whose weight's pack was read only once per
+    // shard would make a pack for one use: for a whole batch (the output layer's 8000 x 512 W)
+    // that measured no faster than BLAS, for a small Transformer's layers slower.
     const auto attrs = tape.attrs(n);
     WeightPacks* packs = tape.weight_packs();
-    const bool packed = packs && attrs.size() == 2 && attrs[0] == kPackedB && rows < kDeferRows;
+    const bool packed = packs && attrs.size() == 2 && attrs[0] == kPackedB && rows < kDeferRows &&
+                        packs->uses(tape.saved(n, 2), {attrs[1], k, false}) >= kPerStepUses;
     if (dx && packed) {  // (R,out) x (out,K) -> (R,K), W^T packed from the weight saved third
       if constexpr (std::is_same_v<T, float>)
         gemm_packed(rows, out, dy, out, packs->get(tape.saved(n, 2), {attrs[1], k, true}), 1.0f,

@@ -169,7 +169,7 @@ TEST_CASE("a view's pack is the pack of the block or its transpose, element for 
                       Catch::Contains("columns [2, 4)") && Catch::Contains("(4,3)"));
 }
 
-TEST_CASE("weight packs are made once, shared by threads, and remade after invalidate",
+TEST_CASE("weight packs are made once, shared by threads, counted, and remade after invalidate",
           "[packed]") {
   Rng rng(2);
   Tensor w1 = random_matrix(30, 20, rng), w2 = random_matrix(10, 20, rng);
@@ -187,8 +187,14 @@ TEST_CASE("weight packs are made once, shared by threads, and remade after inval
   w1.data<float>()[0] += 1.0f;  // row 0 of w1 changes
   gemm_packed(1, 20, a.data(), 20, packs.get(w1), 0.0f, after.data(), 30);
   REQUIRE(after == before);  // the pack is kept until invalidated: the owner's promise
+  // Reads are counted per view (both threads' included) until the weights change.
+  REQUIRE(packs.uses(w1) == 4);
+  REQUIRE(packs.uses(w2) == 1);
+  REQUIRE(packs.uses(w1, {.transposed = true}) == 0);  // never asked for
   packs.invalidate();
+  REQUIRE(packs.uses(w1) == 0);
   gemm_packed(1, 20, a.data(), 20, packs.get(w1), 0.0f, after.data(), 30);
+  REQUIRE(packs.uses(w1) == 1);
   REQUIRE(after[0] == Approx(before[0] + 1.0f));
   REQUIRE(std::equal(after.begin() + 1, after.end(), before.begin() + 1));
   REQUIRE(packs.size() == 2);
@@ -205,8 +211,10 @@ TEST_CASE("matmul and affine read a weight's pack and give the values and gradie
   Tensor x, dy;
   auto run = [&](bool packed, bool with_bias) {
     Tape tape;
-    // The tape's packs too, so matmul's backward reads the transposed pack for dx = dy W.
+    // The tape's packs too, so matmul's backward reads the transposed pack for dx = dy W. Each
+    // run is a step of its own: the weights' packs are remade and their reads counted afresh.
     if (packed) tape.set_weight_packs(&packs);
+    packs.invalidate();
     Tensor dx = Tensor::zeros(x.shape(), DType::f32), dw = Tensor::zeros(w.shape(), DType::f32),
            db = Tensor::zeros(bias.shape(), DType::f32);
     Var xv = tape.bind(x, dx), wv = tape.bind(w, dw), bv = tape.bind(bias, db);
@@ -228,8 +236,9 @@ TEST_CASE("matmul and affine read a weight's pack and give the values and gradie
       INFO((with_bias ? "affine " : "matmul ") << x.shape().str());
       const auto blas = run(false, with_bias), packed = run(true, with_bias);
       near(blas[0], packed[0]);
-      // dx through the transposed pack (these are products of a few rows, as per-step ones).
-      if (!packed_kernel_available())
+      // dx: matmul's through the transposed pack; affine's through BLAS, since its weight was read
+      // once in the step (a weight read at every time step: the next test).
+      if (with_bias || !packed_kernel_available())
         REQUIRE(blas[1].to_vector() == packed[1].to_vector());
       else
         near(blas[1], packed[1]);
@@ -237,7 +246,7 @@ TEST_CASE("matmul and affine read a weight's pack and give the values and gradie
       REQUIRE(blas[2].to_vector() == packed[2].to_vector());
       REQUIRE(blas[3].to_vector() == packed[3].to_vector());
     }
-  // One weight, packed once for both products, and its transpose for their dx (none where the
+  // One weight, packed once for both products, and its transpose for matmul's dx (none where the
   // kernels in use are the portable ones, whose products go to BLAS).
   REQUIRE(packs.size() == (packed_kernel_available() ? 2u : 0u));
 }
@@ -248,9 +257,11 @@ TEST_CASE("a product with a copy of a weight's columns reads the weight's packs"
   Tensor w = random_matrix(37, 30, rng);  // (N,C); the product's b is its columns [12, 30)
   Tensor bias = random_matrix(1, 37, rng).reshape(Shape{37});
   Tensor x = random_matrix(9, 18, rng), dy = random_matrix(9, 37, rng);
-  // matmul, and affine as nn::Cell::project_head calls it (the columns [0, 18) of w, a bias).
+  // matmul, and affine on the columns [0, 18) of w with a bias, read at 4 steps as a decoder's
+  // per-step layers are: its dx then reads the pack of the block's transpose too.
   for (bool affine : {false, true}) {
     const int64_t col0 = affine ? 0 : 12;
+    const int steps = affine ? 4 : 1;
     auto run = [&](bool packed) {
       Tape tape;
       if (packed) tape.set_weight_packs(&packs);
@@ -260,8 +271,12 @@ TEST_CASE("a product with a copy of a weight's columns reads the weight's packs"
       Var block = ops::slice(wv, 1, col0, 18);  // a copy, as nn::Cell::weight_tail makes
       WeightPacks* p = packed ? &packs : nullptr;
       const ops::PackSource source = packed ? ops::PackSource{&w, col0} : ops::PackSource{};
-      Var y = affine ? ops::affine(xv, block, bv, p, source)
-                     : ops::matmul(xv, block, false, true, p, source);
+      auto product = [&] {
+        return affine ? ops::affine(xv, block, bv, p, source)
+                      : ops::matmul(xv, block, false, true, p, source);
+      };
+      Var y = product();
+      for (int step = 1; step < steps; ++step) y = ops::add(y, product());
       tape.backward(y, dy);
       return std::vector<Tensor>{y.value(), dx, dw};
     };
