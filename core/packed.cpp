@@ -100,33 +100,24 @@ void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const Packed
 // ---------------------------------------------------------------------------------------------
 // WeightPacks
 
-namespace {
-// One key for "to the last column".
-PackView resolved(const Tensor& w, PackView view) {
-  if (view.cols < 0 && w.ndim() == 2) view.cols = w.dim(1) - view.col0;
-  return view;
-}
-}  // namespace
-
-WeightPacks::Entry* WeightPacks::find(const Tensor& w, const PackView& view) const {
-  const void* key = w.data<float>();
-  for (auto& e : entries_)
-    if (e->key == key && e->shape == w.shape() && e->view.col0 == view.col0 &&
-        e->view.cols == view.cols && e->view.transposed == view.transposed)
-      return e.get();
-  return nullptr;
-}
-
 const PackedMatrix& WeightPacks::get(const Tensor& w, PackView view) {
-  view = resolved(w, view);
+  const void* key = w.data<float>();
+  if (view.cols < 0 && w.ndim() == 2) view.cols = w.dim(1) - view.col0;  // one key for "to the end"
+  auto same = [&](const PackView& v) {
+    return v.col0 == view.col0 && v.cols == view.cols && v.transposed == view.transposed;
+  };
   Entry* entry = nullptr;
   {
     std::lock_guard lock(mu_);
-    entry = find(w, view);
+    for (auto& e : entries_)
+      if (e->key == key && e->shape == w.shape() && same(e->view)) {
+        entry = e.get();
+        break;
+      }
     if (!entry) {
       entries_.push_back(std::make_unique<Entry>());
       entry = entries_.back().get();
-      entry->key = w.data<float>();
+      entry->key = key;
       entry->shape = w.shape();
       entry->view = view;
     }
@@ -138,22 +129,8 @@ const PackedMatrix& WeightPacks::get(const Tensor& w, PackView view) {
   if (entry->generation != generation) {
     entry->pack.pack(w, view);
     entry->generation = generation;
-    entry->uses = 0;
   }
-  ++entry->uses;
   return entry->pack;
-}
-
-int64_t WeightPacks::uses(const Tensor& w, PackView view) const {
-  view = resolved(w, view);
-  Entry* entry = nullptr;
-  {
-    std::lock_guard lock(mu_);
-    entry = find(w, view);
-  }
-  if (!entry) return 0;
-  std::lock_guard lock(entry->mu);
-  return entry->generation == generation_.load() ? entry->uses : 0;
 }
 
 void WeightPacks::invalidate() {

@@ -68,9 +68,6 @@ class WeightPacks {
   // The pack of the view's W of w (float32), made now if it is missing or out of date; each
   // view of w has its own pack. Thread-safe.
   const PackedMatrix& get(const Tensor& w, PackView view = {});
-  // How many times get() has returned the view's pack of w since the weights last changed: a
-  // weight read at every time step is read many times, one a whole batch reads once per shard.
-  int64_t uses(const Tensor& w, PackView view = {}) const;
   // Every pack is out of date (the weights have changed); their memory is kept for the repacking.
   // Call it between uses only: never while another thread is in get() or reads a pack.
   void invalidate();
@@ -82,12 +79,9 @@ class WeightPacks {
     Shape shape;
     PackView view;
     uint64_t generation = 0;
-    int64_t uses = 0;  // get() calls in this generation
     std::mutex mu;
     PackedMatrix pack;
   };
-  // The entry of the view of w (view.cols resolved), or null.
-  Entry* find(const Tensor& w, const PackView& view) const;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_;
   std::atomic<uint64_t> generation_{1};

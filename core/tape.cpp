@@ -246,9 +246,23 @@ void Tape::clear() {
   region_stack_.clear();
   labels_.clear();
   deferred_.clear();
+  pack_reads_.clear();
   backward_spent_ = false;
   epoch_ = next_epoch();
   mark_memory_step();
+}
+
+int64_t Tape::count_pack_read(const void* key, int64_t col0) {
+  for (PackReads& r : pack_reads_)
+    if (r.key == key && r.col0 == col0) return ++r.count;
+  pack_reads_.push_back({key, col0, 1});
+  return 1;
+}
+
+int64_t Tape::pack_reads(const void* key, int64_t col0) const {
+  for (const PackReads& r : pack_reads_)
+    if (r.key == key && r.col0 == col0) return r.count;
+  return 0;
 }
 
 void Tape::push_region(std::string_view name) {

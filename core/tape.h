@@ -150,6 +150,12 @@ class Tape {
   // promises the weights stay unchanged while they are set; clear() leaves them set.
   void set_weight_packs(WeightPacks* packs) { weight_packs_ = packs; }
   WeightPacks* weight_packs() const { return weight_packs_; }
+  // How many products of this recording have read a pack of the weight whose storage is `key`,
+  // columns from col0: count_pack_read adds one and returns the new count. A weight read at every
+  // time step is read many times, one a whole batch multiplies once; each shard has its own tape,
+  // so the count does not depend on the other shards or on the cores.
+  int64_t count_pack_read(const void* key, int64_t col0);
+  int64_t pack_reads(const void* key, int64_t col0) const;
 
   // ---- deferred weight gradients (core/deferred_grads.h). An op's backward may hand over a
   // product of a few rows into input k's gradient, grad (P,Q) += u (R,P)^T v (R,Q); the tape runs
@@ -243,6 +249,11 @@ class Tape {
   RecordHook record_hook_;
   bool backward_spent_ = false;  // a backward ran without retain_graph since the last clear()
   WeightPacks* weight_packs_ = nullptr;
+  struct PackReads {
+    const void* key;
+    int64_t col0, count;
+  };
+  std::vector<PackReads> pack_reads_;  // this recording's, a few weights: searched in order
 };
 
 // Scope in which ops on `tape` record nothing (inference).

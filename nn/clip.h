@@ -23,11 +23,12 @@ double clip_grad_norm(std::span<Parameter* const> params, double max_norm);
 double grad_norm(std::span<Parameter* const> params);
 double clip_factor(double norm, double max_norm);
 
-// grad_norm, with each gradient completed where it is read: prepare(i, begin, n) runs just
-// before elements [begin, begin + n) of params[i]'s gradient are read, once for every element,
-// from the job that reads them (the two jobs at once), so that it may write them. The trainer adds
-// the other shards' gradients so, in the pass that measures them, while they are in the cache.
-// The norm is grad_norm's to the bit.
+// grad_norm, with each gradient completed where it is read: prepare(context, i, begin, n) runs
+// just before elements [begin, begin + n) of params[i]'s gradient are read, once for every
+// element of every defined gradient (an undefined one is skipped, and not prepared), from the job
+// that reads them, so that it may write them; the two jobs run on two cores when the gradients
+// are many enough. The trainer adds the other shards' gradients so, in the pass that measures
+// them, while they are in the cache. The norm is grad_norm's to the bit.
 using GradRangeFn = void (*)(void* context, size_t param, int64_t begin, int64_t n);
 double grad_norm(std::span<Parameter* const> params, GradRangeFn prepare, void* context);
 

@@ -60,7 +60,8 @@ void batched_gemm(const Gemm& g, const T* a, const T* b, T* c, T beta) {
                g.b_cols, beta, c + i * g.m * g.n, g.n);
 }
 
-// The attribute of a matmul node whose b was read through its pack (a parameter's).
+// The attribute of a matmul or affine node whose weight was read through its pack (a
+// parameter's).
 constexpr int64_t kPackedB = 1;
 
 // Products with fewer rows than this hand their weight's gradient to the tape to multiply with
@@ -68,9 +69,9 @@ constexpr int64_t kPackedB = 1;
 // the whole gradient for little arithmetic; one of 640 rows (a whole batch's) gains nothing.
 constexpr int64_t kDeferRows = 256;
 
-// A weight whose pack was read at least this many times in a step is read at every time step:
-// more than once in each of two shards.
-constexpr int64_t kPerStepUses = 4;
+// A weight whose pack products of one recording read at least this many times is read at every
+// time step (Tape::pack_reads).
+constexpr int64_t kPerStepReads = 4;
 
 }  // namespace
 
@@ -202,7 +203,8 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* 
 // y = x W^T + b;  dx += dy W;  dW += dy^T x;  db += sum_rows dy
 // One op rather than matmul then add: the product without its bias is never kept (at the output
 // layer it is as big as the logits). x (...,K) is read as R = numel/K rows. Saved: x and W,
-// alive anyway.
+// alive anyway, and where W was read through a pack the weight it was packed from (the attrs:
+// kPackedB and its first column), whose pack of W^T backward may read.
 namespace {
 // The rows of an (N,K) or (B,S,K) input: N, or B*S (also when K = 0).
 int64_t leading_rows(const Shape& s) {
@@ -224,8 +226,9 @@ void affine_backward(Tape& tape, const Node& n) {
     // that measured no faster than BLAS, for a small Transformer's layers slower.
     const auto attrs = tape.attrs(n);
     WeightPacks* packs = tape.weight_packs();
-    const bool packed = packs && attrs.size() == 2 && attrs[0] == kPackedB && rows < kDeferRows &&
-                        packs->uses(tape.saved(n, 2), {attrs[1], k, false}) >= kPerStepUses;
+    const bool packed = dx && packs && attrs.size() == 2 && attrs[0] == kPackedB &&
+                        rows < kDeferRows &&
+                        tape.pack_reads(tape.saved(n, 2).data<float>(), attrs[1]) >= kPerStepReads;
     if (dx && packed) {  // (R,out) x (out,K) -> (R,K), W^T packed from the weight saved third
       if constexpr (std::is_same_v<T, float>)
         gemm_packed(rows, out, dy, out, packs->get(tape.saved(n, 2), {attrs[1], k, true}), 1.0f,
@@ -294,6 +297,7 @@ Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs, PackSou
   }
   Tape* tape = recording_tape({&x, &w, &b});
   if (!tape) return Var(std::move(y));
+  if (packed) tape->count_pack_read(weight.data<float>(), source.col0);
   const int32_t id = tape->record(kAffine, std::move(y), {&x, &w, &b});
   tape->save(id, x.value());
   tape->save(id, w.value());

@@ -27,7 +27,8 @@ Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = fals
 // y = x W^T + b, the fully connected layer as one op: x (N,K) or (B,S,K), W (M,K), b (M) or
 // undefined (no bias) -> (N,M) or (B,S,M). With `packs`, W is a weight, or a copy of a weight's
 // columns that `source` names, as for matmul. Throws ShapeError naming every shape unless they
-// fit.
+// fit (and the weight's, for a source whose columns are not W's shape), DTypeError for mixed
+// dtypes.
 Var affine(const Var& x, const Var& w, const Var& b = Var(), WeightPacks* packs = nullptr,
            PackSource source = {});
 

@@ -169,7 +169,7 @@ TEST_CASE("a view's pack is the pack of the block or its transpose, element for 
                       Catch::Contains("columns [2, 4)") && Catch::Contains("(4,3)"));
 }
 
-TEST_CASE("weight packs are made once, shared by threads, counted, and remade after invalidate",
+TEST_CASE("weight packs are made once, shared by threads, and remade after invalidate",
           "[packed]") {
   Rng rng(2);
   Tensor w1 = random_matrix(30, 20, rng), w2 = random_matrix(10, 20, rng);
@@ -187,14 +187,8 @@ TEST_CASE("weight packs are made once, shared by threads, counted, and remade af
   w1.data<float>()[0] += 1.0f;  // row 0 of w1 changes
   gemm_packed(1, 20, a.data(), 20, packs.get(w1), 0.0f, after.data(), 30);
   REQUIRE(after == before);  // the pack is kept until invalidated: the owner's promise
-  // Reads are counted per view (both threads' included) until the weights change.
-  REQUIRE(packs.uses(w1) == 4);
-  REQUIRE(packs.uses(w2) == 1);
-  REQUIRE(packs.uses(w1, {.transposed = true}) == 0);  // never asked for
   packs.invalidate();
-  REQUIRE(packs.uses(w1) == 0);
   gemm_packed(1, 20, a.data(), 20, packs.get(w1), 0.0f, after.data(), 30);
-  REQUIRE(packs.uses(w1) == 1);
   REQUIRE(after[0] == Approx(before[0] + 1.0f));
   REQUIRE(std::equal(after.begin() + 1, after.end(), before.begin() + 1));
   REQUIRE(packs.size() == 2);
@@ -203,7 +197,7 @@ TEST_CASE("weight packs are made once, shared by threads, counted, and remade af
 TEST_CASE("matmul and affine read a weight's pack and give the values and gradients of BLAS",
           "[packed]") {
   Rng rng(4);
-  WeightPacks packs;
+  WeightPacks packs, affine_packs;  // matmul's, affine's
   Tensor w = random_matrix(37, 20, rng), bias = random_matrix(1, 37, rng).reshape(Shape{37});
   // (N,K) rows, and (B,S,K) as the RNN's input projections over all steps read them.
   const Tensor inputs[] = {random_matrix(9, 20, rng),
@@ -211,15 +205,15 @@ TEST_CASE("matmul and affine read a weight's pack and give the values and gradie
   Tensor x, dy;
   auto run = [&](bool packed, bool with_bias) {
     Tape tape;
-    // The tape's packs too, so matmul's backward reads the transposed pack for dx = dy W. Each
-    // run is a step of its own: the weights' packs are remade and their reads counted afresh.
-    if (packed) tape.set_weight_packs(&packs);
-    packs.invalidate();
+    // The tape's packs too, so matmul's backward reads the transposed pack for dx = dy W.
+    WeightPacks* p = !packed ? nullptr : with_bias ? &affine_packs : &packs;
+    tape.set_weight_packs(p);
     Tensor dx = Tensor::zeros(x.shape(), DType::f32), dw = Tensor::zeros(w.shape(), DType::f32),
            db = Tensor::zeros(bias.shape(), DType::f32);
     Var xv = tape.bind(x, dx), wv = tape.bind(w, dw), bv = tape.bind(bias, db);
-    WeightPacks* p = packed ? &packs : nullptr;
     Var y = with_bias ? ops::affine(xv, wv, bv, p) : ops::matmul(xv, wv, false, true, p);
+    if (p && with_bias && packed_kernel_available())
+      REQUIRE(tape.pack_reads(w.data<float>(), 0) == 1);
     tape.backward(y, dy);
     return std::vector<Tensor>{y.value(), dx, dw, db};
   };
@@ -237,7 +231,7 @@ TEST_CASE("matmul and affine read a weight's pack and give the values and gradie
       const auto blas = run(false, with_bias), packed = run(true, with_bias);
       near(blas[0], packed[0]);
       // dx: matmul's through the transposed pack; affine's through BLAS, since its weight was read
-      // once in the step (a weight read at every time step: the next test).
+      // once in the recording (a weight read at every time step: the next test).
       if (with_bias || !packed_kernel_available())
         REQUIRE(blas[1].to_vector() == packed[1].to_vector());
       else
@@ -246,9 +240,10 @@ TEST_CASE("matmul and affine read a weight's pack and give the values and gradie
       REQUIRE(blas[2].to_vector() == packed[2].to_vector());
       REQUIRE(blas[3].to_vector() == packed[3].to_vector());
     }
-  // One weight, packed once for both products, and its transpose for matmul's dx (none where the
+  // One weight, packed for the products, and its transpose for matmul's dx only (none where the
   // kernels in use are the portable ones, whose products go to BLAS).
   REQUIRE(packs.size() == (packed_kernel_available() ? 2u : 0u));
+  REQUIRE(affine_packs.size() == (packed_kernel_available() ? 1u : 0u));
 }
 
 TEST_CASE("a product with a copy of a weight's columns reads the weight's packs", "[packed]") {
@@ -277,6 +272,8 @@ TEST_CASE("a product with a copy of a weight's columns reads the weight's packs"
       };
       Var y = product();
       for (int step = 1; step < steps; ++step) y = ops::add(y, product());
+      if (packed && affine && packed_kernel_available())
+        REQUIRE(tape.pack_reads(w.data<float>(), col0) == steps);
       tape.backward(y, dy);
       return std::vector<Tensor>{y.value(), dx, dw};
     };
