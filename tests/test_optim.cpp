@@ -495,6 +495,42 @@ TEST_CASE("SGD trains a 2-class logistic regression", "[optim][train]") {
 // ---------------------------------------------------------------------------------------------
 // Gradient clipping.
 
+TEST_CASE("grad_norm's prepare runs once on every element, before the norm reads it",
+          "[optim][clip]") {
+  // Lengths below one lane group (16), around a block (4096) and its lanes, odd halves, and
+  // enough elements for both cores.
+  std::vector<std::unique_ptr<Parameter>> owned;
+  std::vector<Parameter*> params;
+  for (int64_t n : {1, 15, 16, 17, 4095, 4096, 4097, 4111, 8193, 8208, 300001}) {
+    owned.push_back(std::make_unique<Parameter>(Tensor::zeros({n}, DType::f32)));
+    params.push_back(owned.back().get());
+  }
+  // prepare writes 1 where the gradient is 0 and marks each element it saw; a second visit
+  // would make a 2, and an element read before its prepare would be missing from the norm.
+  struct Seen {
+    std::vector<Parameter*>* params;
+    std::vector<std::vector<int>> times;
+  } seen{&params, {}};
+  for (Parameter* p : params) seen.times.emplace_back(static_cast<size_t>(p->numel()), 0);
+  const auto prepare = [](void* context, size_t i, int64_t begin, int64_t n) {
+    auto& s = *static_cast<Seen*>(context);
+    float* g = (*s.params)[i]->grad.data<float>();
+    for (int64_t j = begin; j < begin + n; ++j) {
+      g[j] += 1.0f;
+      ++s.times[i][static_cast<size_t>(j)];
+    }
+  };
+  const double norm = grad_norm(params, prepare, &seen);
+  int64_t total = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    total += params[i]->numel();
+    INFO("parameter " << i << " of " << params[i]->numel());
+    REQUIRE(std::all_of(seen.times[i].begin(), seen.times[i].end(), [](int t) { return t == 1; }));
+  }
+  REQUIRE(norm == std::sqrt(static_cast<double>(total)));
+  REQUIRE(norm == grad_norm(params));  // the same sum as without a prepare
+}
+
 TEST_CASE("clip_grad_norm: global norm, scaling, and the pre-clip norm returned", "[optim][clip]") {
   Parameter a(vec({0.0, 0.0})), b(vec({0.0}, DType::f32));
   std::vector<Parameter*> params{&a, &b};
