@@ -69,6 +69,25 @@ constexpr int64_t kPackedB = 1;
 // the whole gradient for little arithmetic; one of 640 rows (a whole batch's) gains nothing.
 constexpr int64_t kDeferRows = 256;
 
+// The tensor whose packs serve the product's weight operand b (called `name` in op's messages):
+// b itself, or the weight of which `source` says b is a copy of the columns [col0, col0 + k), b
+// being (N,K) and read as b^T (`fits`). Throws DTypeError or ShapeError naming both unless b can
+// be that copy.
+const Tensor& pack_weight(const char* op, const char* name, const Tensor& b, PackSource source,
+                          bool fits, int64_t n, int64_t k) {
+  if (!source.weight) return b;
+  const Tensor& weight = *source.weight;
+  if (weight.dtype() != b.dtype())
+    throw DTypeError(fmt::format("{}: {} {} {} is not a copy of the weight {} {} it names", op,
+                                 name, dtype_name(b.dtype()), b.shape().str(),
+                                 dtype_name(weight.dtype()), weight.shape().str()));
+  if (weight.ndim() != 2 || !fits || weight.dim(0) != n || source.col0 < 0 ||
+      source.col0 + k > weight.dim(1))
+    throw ShapeError(fmt::format("{}: {} {} is not columns {}.. of the weight {} it names", op,
+                                 name, b.shape().str(), source.col0, weight.shape().str()));
+  return weight;
+}
+
 // A weight whose pack products of one recording read at least this many times is read at every
 // time step (Tape::pack_reads).
 constexpr int64_t kPerStepReads = 4;
@@ -159,15 +178,8 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* 
            PackSource source) {
   detail::same_dtype("matmul", a, b);
   const Gemm g = resolve(a.shape(), b.shape(), trans_a, trans_b);
-  const Tensor& weight = source.weight ? *source.weight : b.value();
-  if (source.weight && weight.dtype() != b.dtype())
-    throw DTypeError(fmt::format("matmul: b {} {} is not a copy of the weight {} {} it names",
-                                 dtype_name(b.dtype()), b.shape().str(), dtype_name(weight.dtype()),
-                                 weight.shape().str()));
-  if (source.weight && (weight.ndim() != 2 || !trans_b || b.ndim() != 2 || weight.dim(0) != g.n ||
-                        source.col0 < 0 || source.col0 + g.k > weight.dim(1)))
-    throw ShapeError(fmt::format("matmul: b {} is not columns {}.. of the weight {} it names",
-                                 b.shape().str(), source.col0, weight.shape().str()));
+  const Tensor& weight =
+      pack_weight("matmul", "b", b.value(), source, trans_b && b.ndim() == 2, g.n, g.k);
   Shape out = a.ndim() == 3 ? Shape{g.batch, g.m, g.n} : Shape{g.m, g.n};
   Tensor y = Tensor::empty(out, a.dtype());
   const int64_t rows = g.batch * g.m;  // with b shared and a not transposed, one stacked product
@@ -229,7 +241,7 @@ void affine_backward(Tape& tape, const Node& n) {
     const bool packed = dx && packs && attrs.size() == 2 && attrs[0] == kPackedB &&
                         rows < kDeferRows &&
                         tape.pack_reads(tape.saved(n, 2).data<float>(), attrs[1]) >= kPerStepReads;
-    if (dx && packed) {  // (R,out) x (out,K) -> (R,K), W^T packed from the weight saved third
+    if (packed) {  // (R,out) x (out,K) -> (R,K), W^T packed from the weight saved third
       if constexpr (std::is_same_v<T, float>)
         gemm_packed(rows, out, dy, out, packs->get(tape.saved(n, 2), {attrs[1], k, true}), 1.0f,
                     dx->data<float>(), k);
@@ -264,15 +276,7 @@ Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs, PackSou
         "and (M)",
         x.shape().str(), w.shape().str(), bias ? b.shape().str() : "none"));
   const int64_t out = w.dim(0), k = w.dim(1), rows = leading_rows(x.shape());
-  const Tensor& weight = source.weight ? *source.weight : w.value();
-  if (source.weight && weight.dtype() != w.dtype())
-    throw DTypeError(fmt::format("affine: W {} {} is not a copy of the weight {} {} it names",
-                                 dtype_name(w.dtype()), w.shape().str(), dtype_name(weight.dtype()),
-                                 weight.shape().str()));
-  if (source.weight && (weight.ndim() != 2 || weight.dim(0) != out || source.col0 < 0 ||
-                        source.col0 + k > weight.dim(1)))
-    throw ShapeError(fmt::format("affine: W {} is not columns {}.. of the weight {} it names",
-                                 w.shape().str(), source.col0, weight.shape().str()));
+  const Tensor& weight = pack_weight("affine", "W", w.value(), source, true, out, k);
   Shape shape = x.shape();
   shape = x.ndim() == 3 ? Shape{shape[0], shape[1], out} : Shape{shape[0], out};
   Tensor y = Tensor::empty(shape, x.dtype());
