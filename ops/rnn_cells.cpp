@@ -22,11 +22,39 @@ void check_cell(const char* op, int gates, const Var& gx, const Var& hw, const V
         gates));
 }
 
-// Adds the rows of g (B,N) into db (N): the bias gradient.
+// y += x over n elements.
 template <class T>
-void add_rows(T* db, const T* g, int64_t rows, int64_t n) {
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < n; ++j) db[j] += g[r * n + j];
+void add_into(T* __restrict y, const T* __restrict x, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) y[j] += x[j];
+}
+
+// One row of gru_cell's backward: from dh' (H) and the row's gates [r, z, n] (3H), gh_n (H) and
+// h (H), the gate gradients for gx, dpre (3H), and for hw, dpre_h (3H, the reset product folded
+// in). A row at a time, so both stay in L1 while they are added to dgx, dhw and db.
+template <class T>
+void gru_gate_grads(const T* __restrict dy, const T* __restrict gates, const T* __restrict ghn,
+                    const T* __restrict h, T* __restrict dpre, T* __restrict dpre_h, int64_t hs) {
+  const T* r = gates;
+  const T* z = r + hs;
+  const T* n = z + hs;
+  for (int64_t j = 0; j < hs; ++j) {
+    const T dn = dy[j] * (T(1) - z[j]);
+    const T dz = dy[j] * (h[j] - n[j]);
+    const T dpre_n = dn * (T(1) - n[j] * n[j]);
+    const T dr = dpre_n * ghn[j];
+    const T dpre_r = dr * r[j] * (T(1) - r[j]);
+    const T dpre_z = dz * z[j] * (T(1) - z[j]);
+    dpre[j] = dpre_h[j] = dpre_r;
+    dpre[hs + j] = dpre_h[hs + j] = dpre_z;
+    dpre[2 * hs + j] = dpre_n;
+    dpre_h[2 * hs + j] = dpre_n * r[j];
+  }
+}
+
+// dh += dh' z over one row.
+template <class T>
+void gru_state_grad(T* __restrict dh, const T* __restrict dy, const T* __restrict z, int64_t hs) {
+  for (int64_t j = 0; j < hs; ++j) dh[j] += dy[j] * z[j];
 }
 
 }  // namespace
@@ -51,39 +79,20 @@ void gru_cell_backward(Tape& tape, const Node& nd) {
     const T* ph = h.data<T>();
     const T* dy = nd.grad.data<T>();
     T* pdh = dh ? dh->data<T>() : nullptr;
-    // The gate gradients (B,3H) for gx, and for hw with the reset product folded in.
-    T* dpre = detail::scratch<T, 0>(static_cast<size_t>(b * g3));
-    T* dpre_h = detail::scratch<T, 1>(static_cast<size_t>(b * g3));
+    T* pdgx = dgx ? dgx->data<T>() : nullptr;
+    T* pdhw = dhw ? dhw->data<T>() : nullptr;
+    T* pdb = db ? db->data<T>() : nullptr;
+    // One row's gate gradients (3H) for gx, and for hw with the reset product folded in.
+    T* dpre = detail::scratch<T, 0>(static_cast<size_t>(g3));
+    T* dpre_h = detail::scratch<T, 1>(static_cast<size_t>(g3));
     for (int64_t i = 0; i < b; ++i) {
-      const T* r = pg + i * g3;
-      const T* z = r + hs;
-      const T* n = z + hs;
-      for (int64_t j = 0; j < hs; ++j) {
-        const T d = dy[i * hs + j];
-        const T dn = d * (T(1) - z[j]);
-        const T dz = d * (ph[i * hs + j] - n[j]);
-        const T dpre_n = dn * (T(1) - n[j] * n[j]);
-        const T dr = dpre_n * pghn[i * hs + j];
-        const T dpre_r = dr * r[j] * (T(1) - r[j]);
-        const T dpre_z = dz * z[j] * (T(1) - z[j]);
-        T* row = dpre + i * g3;
-        T* row_h = dpre_h + i * g3;
-        row[j] = row_h[j] = dpre_r;
-        row[hs + j] = row_h[hs + j] = dpre_z;
-        row[2 * hs + j] = dpre_n;
-        row_h[2 * hs + j] = dpre_n * r[j];
-        if (pdh) pdh[i * hs + j] += d * z[j];
-      }
+      const T* dyi = dy + i * hs;
+      gru_gate_grads(dyi, pg + i * g3, pghn + i * hs, ph + i * hs, dpre, dpre_h, hs);
+      if (pdh) gru_state_grad(pdh + i * hs, dyi, pg + i * g3 + hs, hs);
+      if (pdgx) add_into(pdgx + i * g3, dpre, g3);
+      if (pdhw) add_into(pdhw + i * g3, dpre_h, g3);
+      if (pdb) add_into(pdb, dpre_h, g3);  // the bias gradient: the rows' sum, in row order
     }
-    if (dgx) {
-      T* d = dgx->data<T>();
-      for (int64_t k = 0; k < b * g3; ++k) d[k] += dpre[k];
-    }
-    if (dhw) {
-      T* d = dhw->data<T>();
-      for (int64_t k = 0; k < b * g3; ++k) d[k] += dpre_h[k];
-    }
-    if (db) add_rows(db->data<T>(), dpre_h, b, g3);
   });
 }
 TAPESTRY_OP(kGruCell, "gru_cell", gru_cell_backward,
@@ -139,13 +148,16 @@ void lstm_cell_backward(Tape& tape, const Node& nd) {
     const T* dh2 = nd.grad.data<T>();
     const T* dc2 = dh2 + b * hs;
     T* pdc = dc ? dc->data<T>() : nullptr;
-    T* da = detail::scratch<T>(static_cast<size_t>(b * g4));
+    T* pdgx = dgx ? dgx->data<T>() : nullptr;
+    T* pdhw = dhw ? dhw->data<T>() : nullptr;
+    T* pdb = db ? db->data<T>() : nullptr;
+    // One row's gate gradients (4H), added to dgx, dhw and db while they are in L1.
+    T* a = detail::scratch<T>(static_cast<size_t>(g4));
     for (int64_t i = 0; i < b; ++i) {
       const T* gi = pg + i * g4;
       const T* gf = gi + hs;
       const T* gu = gf + hs;
       const T* go = gu + hs;
-      T* a = da + i * g4;
       for (int64_t j = 0; j < hs; ++j) {
         const int64_t k = i * hs + j;
         const T tc = detail::tanh(c2[k]);
@@ -156,13 +168,10 @@ void lstm_cell_backward(Tape& tape, const Node& nd) {
         a[3 * hs + j] = dh2[k] * tc * go[j] * (T(1) - go[j]);
         if (pdc) pdc[k] += dct * gf[j];
       }
+      if (pdgx) add_into(pdgx + i * g4, a, g4);
+      if (pdhw) add_into(pdhw + i * g4, a, g4);
+      if (pdb) add_into(pdb, a, g4);  // the bias gradient: the rows' sum, in row order
     }
-    for (Tensor* d : {dgx, dhw}) {
-      if (!d) continue;
-      T* p = d->data<T>();
-      for (int64_t k = 0; k < b * g4; ++k) p[k] += da[k];
-    }
-    if (db) add_rows(db->data<T>(), da, b, g4);
   });
 }
 TAPESTRY_OP(kLstmCell, "lstm_cell", lstm_cell_backward,
