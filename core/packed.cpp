@@ -133,8 +133,13 @@ const PackedMatrix& WeightPacks::get(const Tensor& w, PackView view) {
   return entry->pack;
 }
 
+uint64_t WeightPacks::next_generation() {
+  static std::atomic<uint64_t> next{1};  // entries start at 0: never a generation
+  return next.fetch_add(1);
+}
+
 void WeightPacks::invalidate() {
-  generation_.fetch_add(1);
+  generation_.store(next_generation());
 }
 
 size_t WeightPacks::size() const {

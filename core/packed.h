@@ -72,6 +72,10 @@ class WeightPacks {
   // Call it between uses only: never while another thread is in get() or reads a pack.
   void invalidate();
   size_t size() const;
+  // The weights' version as this cache knows it: a value no cache has had before, changed by
+  // invalidate(). What a caller derives from the weights besides packs (the raw decoder's tables
+  // of projected embeddings) stays valid while the generation does.
+  uint64_t generation() const { return generation_.load(); }
 
  private:
   struct Entry {
@@ -84,7 +88,8 @@ class WeightPacks {
   };
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_;
-  std::atomic<uint64_t> generation_{1};
+  static uint64_t next_generation();  // unique across every cache
+  std::atomic<uint64_t> generation_{next_generation()};
 };
 
 }  // namespace tapestry

@@ -111,10 +111,17 @@ DecoderStep Decoder::step(Tape& tape, const nn::AttentionMemory& memory, Decoder
     Var x;
     for (size_t l = 0; l < cells_.size(); ++l) {
       if (l > 0) x = ops::dropout(x, config_.dropout, dropout_rng, training());
-      if (l == 0 && teacher)
+      if (l == 0 && teacher) {
         state.layers[0] = cells_[0]->forward_split(tape, step_slice(teacher->head), r,
                                                    teacher->tail, state.layers[0]);
-      else
+      } else if (l == 0) {
+        if (!state.w_tail.value().defined()) {
+          state.w_head = cells_[0]->weight_head(tape, config_.emb);
+          state.w_tail = cells_[0]->weight_tail(tape, config_.emb);
+        }
+        state.layers[0] = cells_[0]->forward_split(
+            tape, cells_[0]->project_head(tape, e, state.w_head), r, state.w_tail, state.layers[0]);
+      } else
         state.layers[l] =
             cells_[l]->forward(tape, l == 0 ? ops::concat({e, r}, 1) : x, state.layers[l]);
       x = state.layers[l].h;

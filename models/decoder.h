@@ -18,6 +18,10 @@ namespace tapestry::models {
 struct DecoderState {
   SmallVec<nn::RecurrentState, 8> layers;  // (B,H) per layer (h, and c for an LSTM)
   Var feed;                                // Luong's input feeding: h~_{t-1} (B,H)
+  // The first cell's W_ih split at E (nn::Cell::weight_head and weight_tail), made at the first
+  // step without teacher inputs: each step then computes gx = (e W_head^T + b_ih) + r W_tail^T,
+  // the arithmetic of teacher forcing, so a decoded step is the step training computed.
+  Var w_head, w_tail;
 };
 
 // Under full teacher forcing every step's input token is known before the first step, so the

@@ -31,15 +31,24 @@ float* sized(Buffer& b, int64_t n) {
   return b.data();
 }
 
-// A weight with its pack, resolved once per batch, and its bias (null: none).
+// A weight (or a block of its columns) with its pack, resolved once per batch, and its bias
+// (null: none).
 struct Product {
   const nn::Parameter* weight = nullptr;
   const nn::Parameter* bias = nullptr;
   const PackedMatrix* pack = nullptr;
+  PackView view;  // the columns multiplied: all of them by default
 
   int64_t out() const { return weight->value.dim(0); }
-  int64_t in() const { return weight->value.dim(1); }
+  int64_t in() const { return view.cols >= 0 ? view.cols : weight->value.dim(1) - view.col0; }
   // y (rows,N) = x (rows,K) W^T + b: the call ops::affine and ops::matmul make with a pack.
+  static Product of(const nn::Parameter* weight, const nn::Parameter* bias, PackView view = {}) {
+    Product p;
+    p.weight = weight;
+    p.bias = bias;
+    p.view = view;
+    return p;
+  }
   void run(const float* x, int64_t rows, float* y) const {
     gemm_packed(rows, in(), x, in(), *pack, 0.0f, y, out(),
                 bias ? bias->value.data<float>() : nullptr);
@@ -57,6 +66,47 @@ void copy(const float* from, float* to, int64_t n) {
   std::copy(from, from + n, to);
 }
 
+// The rows id -> (embedding row id) W^T + b of one product whose input is an embedding row, for a
+// vocabulary small enough to keep them (a product over one sentence's row reads all of W for a
+// single row; the table reads one row). A row is made the first time its id is read, by the
+// product's own kernel, so it is the row the product gives (gemm_packed computes a row the same
+// whatever rows are beside it), and kept while the weights stay: the caller invalidates the table
+// when the weight packs' generation changes. Its memory is kept from one generation to the next.
+class TokenTable {
+ public:
+  static constexpr int64_t kMaxBytes = int64_t{2} << 20;
+
+  // A table for `vocab` ids of `width` floats, off if that is more than kMaxBytes.
+  void reset(int64_t vocab, int64_t width) {
+    on_ = vocab * width * static_cast<int64_t>(sizeof(float)) <= kMaxBytes;
+    vocab_ = vocab;
+    width_ = width;
+    rows_.clear();
+    ready_.clear();
+  }
+  bool on() const { return on_; }
+  void invalidate() { std::fill(ready_.begin(), ready_.end(), uint8_t{0}); }
+  // The row of `id` (in range), made now from `embedding` (V,K) through `product` if missing.
+  const float* row(int32_t id, const float* embedding, const Product& product) {
+    if (ready_.empty()) {
+      rows_.resize(static_cast<size_t>(vocab_ * width_));
+      ready_.assign(static_cast<size_t>(vocab_), 0);
+    }
+    float* r = rows_.data() + id * width_;
+    if (!ready_[id]) {
+      product.run(embedding + id * product.in(), 1, r);
+      ready_[id] = 1;
+    }
+    return r;
+  }
+
+ private:
+  bool on_ = false;
+  int64_t vocab_ = 0, width_ = 0;
+  std::vector<float> rows_;
+  std::vector<uint8_t> ready_;
+};
+
 class RnnInference final : public Stepper {
  public:
   RnnInference(Seq2Seq& model, Tape& tape)
@@ -71,8 +121,9 @@ class RnnInference final : public Stepper {
     };
     auto cell_weights = [&](const std::string& prefix, const std::string& suffix) {
       CellWeights c;
-      c.ih = {&param(prefix + "weight_ih" + suffix), &param(prefix + "bias_ih" + suffix), nullptr};
-      c.hh = {&param(prefix + "weight_hh" + suffix), nullptr, nullptr};
+      c.ih =
+          Product::of(&param(prefix + "weight_ih" + suffix), &param(prefix + "bias_ih" + suffix));
+      c.hh = Product::of(&param(prefix + "weight_hh" + suffix), nullptr);
       c.b_hh = param(prefix + "bias_hh" + suffix).value.data<float>();
       return c;
     };
@@ -84,18 +135,26 @@ class RnnInference final : public Stepper {
       }
     for (int l = 0; l < config_.layers; ++l)
       decoder_.push_back(cell_weights(fmt::format("decoder.cells.{}.", l), ""));
-    bridge_ = {&param("decoder.bridge.weight"), &param("decoder.bridge.bias"), nullptr};
-    out_ = {&param("decoder.out.weight"), &param("decoder.out.bias"), nullptr};
+    bridge_ = Product::of(&param("decoder.bridge.weight"), &param("decoder.bridge.bias"));
+    out_ = Product::of(&param("decoder.out.weight"), &param("decoder.out.bias"));
     if (config_.decoder == DecoderKind::luong)
-      combine_ = {&param("decoder.combine.weight"), nullptr, nullptr};
+      combine_ = Product::of(&param("decoder.combine.weight"), nullptr);
     if (attention_ == AttentionKind::bahdanau) {
-      query_ = {&param("decoder.attention.W"), &param("decoder.attention.b"), nullptr};
-      keys_product_ = {&param("decoder.attention.U"), nullptr, nullptr};
+      query_ = Product::of(&param("decoder.attention.W"), &param("decoder.attention.b"));
+      keys_product_ = Product::of(&param("decoder.attention.U"), nullptr);
       v_ = &param("decoder.attention.v");
     }
     if (attention_ == AttentionKind::general) general_ = &param("decoder.attention.W");
     src_embedding_ = &param("encoder.embedding.weight");
     tgt_embedding_ = &param("decoder.embedding.weight");
+    // The first decoder cell's input [e; r] in two blocks, as nn::Cell::forward_split takes it.
+    const CellWeights& first = decoder_.front();
+    head_ = Product::of(first.ih.weight, first.ih.bias, {0, config_.emb});
+    tail_ = Product::of(first.ih.weight, nullptr, {config_.emb, -1});
+    head_table_.reset(config_.tgt_vocab, head_.out());
+    for (int d = 0; d < directions; ++d) {
+      src_tables_[d].reset(config_.src_vocab, encoder_[static_cast<size_t>(d)].ih.out());
+    }
   }
 
   void start(const Batch& batch, std::span<const int32_t> rows, int64_t) override {
@@ -110,22 +169,36 @@ class RnnInference final : public Stepper {
     if (static_cast<int64_t>(y_prev.size()) != n)
       throw ShapeError(
           fmt::format("rnn inference: {} previous tokens for {} rows", y_prev.size(), n));
-    // [e; r]: the embedded previous tokens and the context (Bahdanau) or h~ (Luong).
-    const int64_t r_size = config_.decoder == DecoderKind::bahdanau ? k : h;
-    float* in0 = sized(in0_, n * (e + r_size));
-    const float* table = tgt_embedding_->value.data<float>();
-    for (int64_t i = 0; i < n; ++i) {
-      const int32_t id = y_prev[i];
-      if (id < 0 || id >= config_.tgt_vocab)
-        throw IndexError(fmt::format("rnn inference: target id {} at row {} outside [0, {})", id, i,
-                                     config_.tgt_vocab));
-      copy(table + id * e, in0 + i * (e + r_size), e);
+    for (int64_t i = 0; i < n; ++i)
+      if (y_prev[i] < 0 || y_prev[i] >= config_.tgt_vocab)
+        throw IndexError(fmt::format("rnn inference: target id {} at row {} outside [0, {})",
+                                     y_prev[i], i, config_.tgt_vocab));
+    // The first cell's gx = (e W_head^T + b_ih) + r W_tail^T, r the context (Bahdanau) or h~
+    // (Luong): Decoder::step's split, the head from the table where there is one.
+    const float* embedding = tgt_embedding_->value.data<float>();
+    const int64_t g = head_.out();
+    float* gx0 = sized(gx0_, n * g);
+    float* emb = nullptr;  // the embedded tokens, where needed
+    if (!head_table_.on() || config_.deep_output) {
+      emb = sized(emb_, n * e);
+      for (int64_t i = 0; i < n; ++i) copy(embedding + y_prev[i] * e, emb + i * e, e);
     }
+    if (head_table_.on())
+      for (int64_t i = 0; i < n; ++i)
+        copy(head_table_.row(y_prev[i], embedding, head_), gx0 + i * g, g);
+    else
+      head_.run(emb, n, gx0);
     float* a = attention_ == AttentionKind::none ? nullptr : weights_out(n);
+    // gx0 += r W_tail^T, added after the product as ops::add adds it.
+    auto add_tail = [&](const float* r) {
+      float* t = sized(tail_out_, n * g);
+      tail_.run(r, n, t);
+      for (int64_t i = 0; i < n * g; ++i) gx0[i] += t[i];
+    };
     if (config_.decoder == DecoderKind::bahdanau) {
       const float* ctx = attend(h_[config_.layers - 1].data(), a);
-      for (int64_t i = 0; i < n; ++i) copy(ctx + i * k, in0 + i * (e + k) + e, k);
-      run_cells(in0);
+      add_tail(ctx);
+      run_cells(gx0);
       const float* s = h_[config_.layers - 1].data();
       const float* features = s;
       if (config_.deep_output) {  // [s_t; c_t; E y_{t-1}]
@@ -134,14 +207,14 @@ class RnnInference final : public Stepper {
         for (int64_t i = 0; i < n; ++i) {
           copy(s + i * h, feat + i * f, h);
           copy(ctx + i * k, feat + i * f + h, k);
-          copy(in0 + i * (e + k), feat + i * f + h + k, e);
+          copy(emb + i * e, feat + i * f + h + k, e);
         }
         features = feat;
       }
       out_.run(features, n, logits_out(n));
     } else {
-      for (int64_t i = 0; i < n; ++i) copy(feed_.data() + i * h, in0 + i * (e + h) + e, h);
-      run_cells(in0);
+      add_tail(feed_.data());
+      run_cells(gx0);
       const float* top = h_[config_.layers - 1].data();
       const float* ctx = attend(top, a);
       // h~_t = tanh(W_c [c_t; h_t])
@@ -192,11 +265,20 @@ class RnnInference final : public Stepper {
       packs = &own_packs_;
     }
     auto resolve = [&](Product& p) {
-      if (p.weight) p.pack = &packs->get(p.weight->value);
+      if (p.weight) p.pack = &packs->get(p.weight->value, p.view);
     };
     for (auto& c : encoder_) resolve(c.ih), resolve(c.hh);
-    for (auto& c : decoder_) resolve(c.ih), resolve(c.hh);
-    for (Product* p : {&bridge_, &out_, &combine_, &query_, &keys_product_}) resolve(*p);
+    for (size_t l = 0; l < decoder_.size(); ++l) {
+      if (l > 0) resolve(decoder_[l].ih);  // the first cell's reads head_ and tail_
+      resolve(decoder_[l].hh);
+    }
+    for (Product* p : {&bridge_, &out_, &combine_, &query_, &keys_product_, &head_, &tail_})
+      resolve(*p);
+    if (packs->generation() != tables_generation_) {
+      head_table_.invalidate();
+      for (TokenTable& t : src_tables_) t.invalidate();
+      tables_generation_ = packs->generation();
+    }
   }
 
   // One step of a cell for `n` rows: gx row i at gx + i * gx_stride (with b_ih), hw = h W_hh^T
@@ -240,27 +322,41 @@ class RnnInference final : public Stepper {
     if (b == 0) throw ValueError("rnn inference: an empty batch");
     int64_t full = s;  // steps real in every row
     for (int64_t r = 0; r < b; ++r) full = std::min(full, batch.src_lengths[r]);
-    float* x = sized(layer_in_, b * s * e);
-    const float* table = src_embedding_->value.data<float>();
-    for (int64_t r = 0; r < b; ++r)
-      for (int64_t t = 0; t < s; ++t) {
-        const int32_t id = batch.src[r * s + t];
-        if (id < 0 || id >= config_.src_vocab)
-          throw IndexError(fmt::format("seq2seq: source id {} outside the vocabulary [0, {})", id,
-                                       config_.src_vocab));
-        float* row = x + (r * s + t) * e;
-        if (full == s || t < batch.src_lengths[r])
-          copy(table + id * e, row, e);
-        else
-          std::fill(row, row + e, 0.0f);
-      }
+    for (int64_t i = 0; i < b * s; ++i)
+      if (batch.src[i] < 0 || batch.src[i] >= config_.src_vocab)
+        throw IndexError(fmt::format("seq2seq: source id {} outside the vocabulary [0, {})",
+                                     batch.src[i], config_.src_vocab));
+    const float* embedding = src_embedding_->value.data<float>();
+    const bool tables = src_tables_[0].on();  // the first layer's gx read from the tables
+    if (!tables) {
+      float* x = sized(layer_in_, b * s * e);
+      for (int64_t r = 0; r < b; ++r)
+        for (int64_t t = 0; t < s; ++t) {
+          float* row = x + (r * s + t) * e;
+          if (full == s || t < batch.src_lengths[r])
+            copy(embedding + batch.src[r * s + t] * e, row, e);
+          else
+            std::fill(row, row + e, 0.0f);
+        }
+    }
     sized(summary_enc_, b * k);
     for (int l = 0; l < config_.layers; ++l) {
       float* out = sized(layer_out_, b * s * d_count * hs);
       for (int64_t d = 0; d < d_count; ++d) {
         const CellWeights& w = encoder_[static_cast<size_t>(l * d_count + d)];
         float* gx = sized(gx_, b * s * g);
-        w.ih.run(layer_in_.data(), b * s, gx);
+        if (l == 0 && tables) {
+          // A padded position's input is 0, and the product's row there is the bias alone.
+          const float* b_ih = w.ih.bias->value.data<float>();
+          for (int64_t r = 0; r < b; ++r)
+            for (int64_t t = 0; t < s; ++t) {
+              const bool real = full == s || t < batch.src_lengths[r];
+              copy(real ? src_tables_[d].row(batch.src[r * s + t], embedding, w.ih) : b_ih,
+                   gx + (r * s + t) * g, g);
+            }
+        } else {
+          w.ih.run(layer_in_.data(), b * s, gx);
+        }
         float* h = sized(enc_h_, b * hs);
         float* c = sized(enc_c_, b * hs);
         float* h2 = sized(enc_h2_, b * hs);
@@ -356,15 +452,19 @@ class RnnInference final : public Stepper {
       feed_.clear();
   }
 
-  // The decoder's cells over [e; r] (in0) for layer 0, each later layer over the new h below it.
-  void run_cells(const float* in0) {
+  // The decoder's cells: layer 0 from its input projection gx0, each later layer over the new h
+  // below it.
+  void run_cells(const float* gx0) {
     const int64_t n = rows_, hs = config_.hidden;
     for (int l = 0; l < config_.layers; ++l) {
       const CellWeights& w = decoder_[static_cast<size_t>(l)];
       const int64_t g = w.ih.out();
-      const float* x = l == 0 ? in0 : h_[l - 1].data();
-      float* gx = sized(gx_, n * g);
-      w.ih.run(x, n, gx);
+      const float* gx = gx0;
+      if (l > 0) {
+        float* x = sized(gx_, n * g);
+        w.ih.run(h_[l - 1].data(), n, x);
+        gx = x;
+      }
       float* hw = sized(hw_, n * g);
       w.hh.run(h_[l].data(), n, hw);
       float* h2 = sized(h2_, n * hs);
@@ -432,6 +532,9 @@ class RnnInference final : public Stepper {
   WeightPacks own_packs_;  // when the tape has none
   std::vector<CellWeights> encoder_, decoder_;
   Product bridge_, out_, combine_, query_, keys_product_;
+  Product head_, tail_;                    // the first decoder cell's W_ih split at E
+  TokenTable head_table_, src_tables_[2];  // head_'s rows; each direction's first encoder cell's
+  uint64_t tables_generation_ = 0;         // the packs' generation the tables are of
   const nn::Parameter* v_ = nullptr;
   const nn::Parameter* general_ = nullptr;  // general's W (Hq,K)
   const nn::Parameter* src_embedding_ = nullptr;
@@ -445,8 +548,8 @@ class RnnInference final : public Stepper {
   Buffer keys_, summary_, projected_, valid_;
   // The decoder's state and its step's buffers.
   std::vector<Buffer> h_, c_;
-  Buffer feed_, s0_, pre_, in0_, h2_, c2_, gates_, features_, combine_in_, scores_, wq_, context_,
-      gathered_;
+  Buffer feed_, s0_, pre_, gx0_, emb_, tail_out_, h2_, c2_, gates_, features_, combine_in_, scores_,
+      wq_, context_, gathered_;
   Tensor logits_, weights_;
 };
 

@@ -128,9 +128,25 @@ Var Cell::project_head(Tape& tape, const Var& a, int64_t split) {
   if (split <= 0 || split >= input_ || a.ndim() < 2 || a.shape()[a.ndim() - 1] != split)
     throw ShapeError(fmt::format("{} cell: head {} does not fit a split at {} of input size {}",
                                  cell_name(kind_), a.shape().str(), split, input_));
-  Var w_head = ops::slice(w_ih_->var(tape), 1, 0, split);  // (G*H, split)
+  return project_head(tape, a, weight_head(tape, split));
+}
+
+Var Cell::project_head(Tape& tape, const Var& a, const Var& w_head) {
+  const int64_t g = gate_count(kind_) * hidden_;
+  if (w_head.ndim() != 2 || w_head.dim(0) != g || w_head.dim(1) <= 0 || w_head.dim(1) >= input_ ||
+      a.ndim() < 2 || a.shape()[a.ndim() - 1] != w_head.dim(1))
+    throw ShapeError(fmt::format("{} cell: head {} does not fit the block {} of W_ih ({}, {})",
+                                 cell_name(kind_), a.shape().str(), w_head.shape().str(), g,
+                                 input_));
   // w_head is a copy of W_ih's first columns: its packs are made from W_ih itself.
   return ops::affine(a, w_head, b_ih_->var(tape), tape.weight_packs(), {&w_ih_->value, 0});
+}
+
+Var Cell::weight_head(Tape& tape, int64_t split) {
+  if (split <= 0 || split >= input_)
+    throw ShapeError(
+        fmt::format("{} cell: a split at {} of input size {}", cell_name(kind_), split, input_));
+  return ops::slice(w_ih_->var(tape), 1, 0, split);  // (G*H, split)
 }
 
 Var Cell::weight_tail(Tape& tape, int64_t split) {

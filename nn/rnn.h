@@ -50,9 +50,14 @@ class Cell : public Module {
   //   head = project_head(a_all, split)  a (...,split) -> a W_ih[:, :split]^T + b_ih (...,G*H)
   //   tail = weight_tail(split)          W_ih[:, split:] (G*H, in-split), once per batch
   //   forward_split(head_t, r_t, tail, s) == forward([a_t; r_t], s)
-  // tail must be weight_tail's: with the tape's weight packs, forward_split reads W_ih's last
-  // columns through their pack instead of tail's values (the gradient still flows into tail).
+  // (equal up to rounding: gx = head + r tail^T adds two products). A decoder takes the same
+  // split step by step as well (project_head with weight_head's block, made once), so that
+  // decoding computes what training computed. w_head and tail must be weight_head's and
+  // weight_tail's: with the tape's weight packs, the products read W_ih's columns through their
+  // packs instead of the blocks' values (the gradient still flows into the blocks).
   Var project_head(Tape& tape, const Var& a, int64_t split);
+  Var project_head(Tape& tape, const Var& a, const Var& w_head);
+  Var weight_head(Tape& tape, int64_t split);
   Var weight_tail(Tape& tape, int64_t split);
   RecurrentState forward_split(Tape& tape, const Var& head, const Var& r, const Var& tail,
                                const RecurrentState& s);

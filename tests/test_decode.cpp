@@ -135,6 +135,107 @@ TEST_CASE("the raw RNN path decodes to the same bits as the ops", "[decode][infe
   REQUIRE(configs == 3 * 5 * 3 * 2);
 }
 
+TEST_CASE("the raw RNN path equals the ops with a vocabulary too big for its tables",
+          "[decode][inference]") {
+  // 20,000 ids of 3H = 30 (GRU) or 4H = 40 (LSTM) floats are more than the 2 MB up to which the
+  // raw path keeps tables of projected embeddings: the first cells' products run instead.
+  const Batch batch = all_sources();
+  for (nn::CellKind cell : {nn::CellKind::gru, nn::CellKind::lstm})
+    for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong}) {
+      Seq2SeqConfig c = small_config(nn::AttentionKind::bahdanau, dec, cell);
+      c.src_vocab = c.tgt_vocab = 20000;
+      Seq2Seq model(c);
+      sharpen(model);
+      INFO(fmt::format("{} cell, {} decoder", nn::cell_name(cell), decoder_name(dec)));
+      for (int64_t beam : {1, 3}) {
+        DecodeOptions o;
+        o.beam = beam;
+        const auto raw = decode(model, batch, o);
+        o.through_ops = true;
+        const auto ops = decode(model, batch, o);
+        REQUIRE(raw.size() == ops.size());
+        for (size_t r = 0; r < raw.size(); ++r) {
+          CHECK(raw[r][0].tokens == ops[r][0].tokens);
+          CHECK(raw[r][0].log_prob == ops[r][0].log_prob);
+          CHECK(raw[r][0].attention == ops[r][0].attention);
+        }
+      }
+    }
+}
+
+TEST_CASE("a decoding step computes what the teacher-forced training step computes", "[decode]") {
+  // Decoder::step without teacher inputs splits the first cell's input as teacher forcing does,
+  // gx = (e W_head^T + b_ih) + r W_tail^T: fed the same tokens, the logits are the same bits.
+  const Batch batch = all_sources();
+  const int64_t b = batch.size, steps = 4;
+  std::vector<int32_t> tgt_in(static_cast<size_t>(b * steps));  // (B,T), row-major
+  for (size_t i = 0; i < tgt_in.size(); ++i) tgt_in[i] = static_cast<int32_t>(1 + (i * 7) % 11);
+  for (nn::CellKind cell : {nn::CellKind::gru, nn::CellKind::lstm})
+    for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong})
+      for (int layers : {1, 2}) {
+        Seq2SeqConfig c = small_config(nn::AttentionKind::bahdanau, dec, cell);
+        c.layers = layers;
+        Seq2Seq model(c);
+        sharpen(model);
+        model.eval();
+        INFO(fmt::format("{} cell, {} decoder, {} layers", nn::cell_name(cell), decoder_name(dec),
+                         layers));
+        Tape tape;
+        NoGrad no_grad(tape);
+        const nn::AttentionMemory memory = model.encode(tape, batch);
+        DecoderState taught = model.decoder().start(tape, memory.summary);
+        DecoderState free = model.decoder().start(tape, memory.summary);
+        const TeacherInputs teacher =
+            model.decoder().teacher_inputs(tape, tgt_in, b, steps, model.rng());
+        for (int64_t t = 0; t < steps; ++t) {
+          std::vector<int32_t> y(static_cast<size_t>(b));
+          for (int64_t r = 0; r < b; ++r) y[r] = tgt_in[r * steps + t];
+          const Var with = model.decoder().logits(
+              tape,
+              model.decoder().step(tape, memory, taught, y, t, model.rng(), &teacher).features,
+              model.rng());
+          const Var without = model.decoder().logits(
+              tape, model.decoder().step(tape, memory, free, y, t, model.rng()).features,
+              model.rng());
+          REQUIRE(with.shape() == without.shape());
+          const float* p = with.value().data<float>();
+          const float* q = without.value().data<float>();
+          int64_t differ = 0;
+          for (int64_t i = 0; i < with.numel(); ++i) differ += p[i] != q[i];
+          INFO("step " << t);
+          CHECK(differ == 0);
+        }
+      }
+}
+
+TEST_CASE("the raw path's tables of projected embeddings follow the weights' generation",
+          "[decode][inference]") {
+  // A workspace kept across calls keeps its steppers and their tables; after the weights change
+  // and the packs are invalidated, decoding must give what a fresh call gives.
+  const Batch batch = all_sources();
+  for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong}) {
+    Seq2Seq model(small_config(nn::AttentionKind::bahdanau, dec, nn::CellKind::gru));
+    sharpen(model);
+    WeightPacks packs;
+    DecodeWorkspace workspace;
+    DecodeOptions kept;
+    kept.packs = &packs;
+    kept.workspace = &workspace;
+    greedy_decode(model, batch, kept);  // the tables are made here
+    sharpen(model);
+    packs.invalidate();
+    const auto again = greedy_decode(model, batch, kept);
+    const auto fresh = greedy_decode(model, batch);
+    INFO(decoder_name(dec));
+    REQUIRE(again.size() == fresh.size());
+    for (size_t r = 0; r < again.size(); ++r) {
+      CHECK(again[r][0].tokens == fresh[r][0].tokens);
+      CHECK(again[r][0].log_prob == fresh[r][0].log_prob);
+      CHECK(again[r][0].attention == fresh[r][0].attention);
+    }
+  }
+}
+
 TEST_CASE("models the raw RNN path does not cover decode through the ops", "[decode][inference]") {
   Seq2Seq concat(small_config(nn::AttentionKind::concat, DecoderKind::bahdanau, nn::CellKind::gru));
   CHECK_FALSE(rnn_inference_supported(concat));
