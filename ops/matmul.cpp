@@ -64,10 +64,22 @@ void batched_gemm(const Gemm& g, const T* a, const T* b, T* c, T beta) {
 // parameter's).
 constexpr int64_t kPackedB = 1;
 
-// Products with fewer rows than this hand their weight's gradient to the tape to multiply with
-// the other steps' rows (Tape::defer_product): a per-step product of 32 rows reads and writes
-// the whole gradient for little arithmetic; one of 640 rows (a whole batch's) gains nothing.
-constexpr int64_t kDeferRows = 256;
+// Which products hand their weight's gradient to the tape to multiply with the other steps' rows
+// (Tape::defer_product). A per-step product of 32 rows reads and writes the whole gradient for
+// little arithmetic: deferring saves that where the gradient does not stay in cache from one step
+// to the next (medium's decoder W_hh, 1536 x 512 floats, 3 MB), and saves the call overhead of
+// products of very few rows (tiny's single row). Staging costs copies of every row, though, and a
+// gradient of a few hundred KB stays in L2 between steps: small (16 rows a step, gradients up to
+// 196 KB) trained 7.9 -> 7.3 ms a step without deferring on the AMD EPYC Zen 4 of the README,
+// while tiny and medium were 7% and 2% slower without it. One of 640 rows (a whole batch's) gains
+// nothing either way.
+constexpr int64_t kDeferRows = 256;       // products of at least this many rows never defer
+constexpr int64_t kDeferFewRows = 8;      // products of fewer rows always do
+constexpr int64_t kDeferBytes = 1 << 20;  // in between, gradients of at least this size do
+bool defer_worth_it(int64_t rows, int64_t p, int64_t q, DType dtype) {
+  if (rows >= kDeferRows) return false;
+  return rows < kDeferFewRows || p * q * static_cast<int64_t>(dtype_size(dtype)) >= kDeferBytes;
+}
 
 // The tensor whose packs serve the product's weight operand b (called `name` in op's messages):
 // b itself, or the weight of which `source` says b is a copy of the columns [col0, col0 + k), b
@@ -143,7 +155,7 @@ void matmul_backward(Tape& tape, const Node& n) {
     // A shared b's gradient of a few rows (a weight read at every time step) is left to the
     // tape, which multiplies the rows of all the steps at once (core/deferred_grads.h).
     const int64_t rows = g.batch * g.m;
-    if (db && g.b_stride == 0 && !g.ta && rows < kDeferRows &&
+    if (db && g.b_stride == 0 && !g.ta && defer_worth_it(rows, g.k, g.n, a.dtype()) &&
         (g.tb ? tape.defer_product(n, 1, a.dtype(), dy, g.n, pa, g.k, rows)    // db += dy^T a
               : tape.defer_product(n, 1, a.dtype(), pa, g.k, dy, g.n, rows)))  // db += a^T dy
       db = nullptr;
@@ -248,7 +260,7 @@ void affine_backward(Tape& tape, const Node& n) {
     } else if (dx) {
       blas::gemm(false, false, rows, k, out, T(1), dy, out, w.data<T>(), k, T(1), dx->data<T>(), k);
     }
-    if (dw && rows < kDeferRows &&
+    if (dw && defer_worth_it(rows, out, k, x.dtype()) &&
         tape.defer_product(n, 1, x.dtype(), dy, out, x.data<T>(), k, rows))
       dw = nullptr;  // a per-step product's rows, multiplied with the other steps' by the tape
     if (dw)          // (R,out)^T x (R,K) -> (out,K)

@@ -88,6 +88,27 @@ TEST_CASE("anomaly mode and products of many rows run each product at once", "[t
   CHECK(run(p, DType::f64, true, false, 2, 300).staged == 0);  // a batch's rows: no gain
 }
 
+TEST_CASE("products of 8 to 255 rows defer only gradients of 1 MB or more", "[tape][deferred]") {
+  // Fewer than 8 rows always defer; from 8 rows, only a gradient too big to stay in cache between
+  // steps (ops/matmul.cpp, defer_worth_it) does.
+  auto staged = [](int64_t rows, int64_t n, int64_t k) {
+    Rng rng(5);
+    Tensor w = rng.uniform_tensor({n, k}, -0.5, 0.5, DType::f32);
+    Tensor dw = Tensor::zeros(w.shape(), DType::f32);
+    Tape tape;
+    Var y = ops::sum(ops::matmul(Var(rng.uniform_tensor({rows, k}, -1, 1, DType::f32)),
+                                 tape.bind(w, dw), false, true));
+    tape.backward(y);
+    return tape.deferred_grads().staged();
+  };
+  CHECK(staged(7, 256, 256) == 1);  // few rows
+  CHECK(staged(8, 256, 256) == 0);  // 256 KB
+  CHECK(staged(16, 256, 256) == 0);
+  CHECK(staged(16, 512, 512) == 1);  // 1 MB
+  CHECK(staged(255, 512, 512) == 1);
+  CHECK(staged(256, 512, 512) == 0);  // a batch's rows
+}
+
 TEST_CASE("deferred gradients are dropped by clear and by a new backward", "[tape][deferred]") {
   const Weights p = make_weights(DType::f64);
   Tensor dw = Tensor::zeros(p.w.shape(), DType::f64);
