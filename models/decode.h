@@ -85,8 +85,9 @@ double decode_memory_bound(const Seq2SeqConfig& config, int64_t rows, int64_t sr
 // over a corpus, a server, a benchmark) makes no heap allocation once its batch shapes have been
 // seen: per shard a tape that records nothing, the decoder's state (the encoder's memory, the
 // recurrent state or the Transformer's key/value caches, all in the tensor pool) and the rows'
-// limits and tokens. One workspace serves one call at a time and one model at a time (it starts
-// afresh when given another model).
+// limits and tokens; for a one-sentence RNN batch, the raw path's tables of projected embeddings
+// too (models/rnn_inference.h), kept while the weight packs' generation stays. One workspace
+// serves one call at a time and one model at a time (it starts afresh when given another model).
 class DecodeWorkspace {
  public:
   DecodeWorkspace();

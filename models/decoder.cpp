@@ -110,20 +110,22 @@ DecoderStep Decoder::step(Tape& tape, const nn::AttentionMemory& memory, Decoder
     Region region(tape, "decoder.rnn");
     Var x;
     for (size_t l = 0; l < cells_.size(); ++l) {
-      if (l > 0) x = ops::dropout(x, config_.dropout, dropout_rng, training());
-      if (l == 0 && teacher) {
+      if (l > 0) {
+        x = ops::dropout(x, config_.dropout, dropout_rng, training());
+        state.layers[l] = cells_[l]->forward(tape, x, state.layers[l]);
+      } else if (teacher) {
         state.layers[0] = cells_[0]->forward_split(tape, step_slice(teacher->head), r,
                                                    teacher->tail, state.layers[0]);
-      } else if (l == 0) {
+      } else if (!tape.recording()) {  // decoding: the teacher-forced step's arithmetic
         if (!state.w_tail.value().defined()) {
           state.w_head = cells_[0]->weight_head(tape, config_.emb);
           state.w_tail = cells_[0]->weight_tail(tape, config_.emb);
         }
         state.layers[0] = cells_[0]->forward_split(
             tape, cells_[0]->project_head(tape, e, state.w_head), r, state.w_tail, state.layers[0]);
-      } else
-        state.layers[l] =
-            cells_[l]->forward(tape, l == 0 ? ops::concat({e, r}, 1) : x, state.layers[l]);
+      } else {  // a recorded step without teacher inputs (explain's graph): one product of [e; r]
+        state.layers[0] = cells_[0]->forward(tape, ops::concat({e, r}, 1), state.layers[0]);
+      }
       x = state.layers[l].h;
     }
     return x;

@@ -19,8 +19,11 @@ struct DecoderState {
   SmallVec<nn::RecurrentState, 8> layers;  // (B,H) per layer (h, and c for an LSTM)
   Var feed;                                // Luong's input feeding: h~_{t-1} (B,H)
   // The first cell's W_ih split at E (nn::Cell::weight_head and weight_tail), made at the first
-  // step without teacher inputs: each step then computes gx = (e W_head^T + b_ih) + r W_tail^T,
-  // the arithmetic of teacher forcing, so a decoded step is the step training computed.
+  // step decoded (no teacher inputs, nothing recorded): each such step then computes
+  // gx = (e W_head^T + b_ih) + r W_tail^T, the arithmetic of teacher forcing, so a decoded step is
+  // the step training computed (to the bit where the products read weight packs, whose rows do
+  // not depend on the rows beside them). A recorded step without teacher inputs (explain's
+  // graph) keeps the one product of [e; r], the textbook form.
   Var w_head, w_tail;
 };
 

@@ -66,9 +66,10 @@ void copy(const float* from, float* to, int64_t n) {
   std::copy(from, from + n, to);
 }
 
-// The rows id -> (embedding row id) W^T + b of one product whose input is an embedding row, for a
-// vocabulary small enough to keep them (a product over one sentence's row reads all of W for a
-// single row; the table reads one row). A row is made the first time its id is read, by the
+// The rows id -> (embedding row id) W^T + b of one product whose input is an embedding row, for
+// decoding one sentence at a time: a one-row product reads all of W for its single row, the table
+// reads one row. Kept only for a vocabulary small enough (kMaxBytes); a batch of rows reads W
+// once for all of them and takes no table. A row is made the first time its id is read, by the
 // product's own kernel, so it is the row the product gives (gemm_packed computes a row the same
 // whatever rows are beside it), and kept while the weights stay: the caller invalidates the table
 // when the weight packs' generation changes. Its memory is kept from one generation to the next.
@@ -81,18 +82,18 @@ class TokenTable {
     on_ = vocab * width * static_cast<int64_t>(sizeof(float)) <= kMaxBytes;
     vocab_ = vocab;
     width_ = width;
-    rows_.clear();
+    rows_.reset();
     ready_.clear();
   }
   bool on() const { return on_; }
   void invalidate() { std::fill(ready_.begin(), ready_.end(), uint8_t{0}); }
   // The row of `id` (in range), made now from `embedding` (V,K) through `product` if missing.
   const float* row(int32_t id, const float* embedding, const Product& product) {
-    if (ready_.empty()) {
-      rows_.resize(static_cast<size_t>(vocab_ * width_));
+    if (ready_.empty()) {  // rows are written before they are read: no need to zero them
+      rows_ = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(vocab_ * width_));
       ready_.assign(static_cast<size_t>(vocab_), 0);
     }
-    float* r = rows_.data() + id * width_;
+    float* r = rows_.get() + id * width_;
     if (!ready_[id]) {
       product.run(embedding + id * product.in(), 1, r);
       ready_[id] = 1;
@@ -103,7 +104,7 @@ class TokenTable {
  private:
   bool on_ = false;
   int64_t vocab_ = 0, width_ = 0;
-  std::vector<float> rows_;
+  std::unique_ptr<float[]> rows_;
   std::vector<uint8_t> ready_;
 };
 
@@ -179,11 +180,12 @@ class RnnInference final : public Stepper {
     const int64_t g = head_.out();
     float* gx0 = sized(gx0_, n * g);
     float* emb = nullptr;  // the embedded tokens, where needed
-    if (!head_table_.on() || config_.deep_output) {
+    const bool table = n == 1 && head_table_.on();
+    if (!table || (config_.decoder == DecoderKind::bahdanau && config_.deep_output)) {
       emb = sized(emb_, n * e);
       for (int64_t i = 0; i < n; ++i) copy(embedding + y_prev[i] * e, emb + i * e, e);
     }
-    if (head_table_.on())
+    if (table)
       for (int64_t i = 0; i < n; ++i)
         copy(head_table_.row(y_prev[i], embedding, head_), gx0 + i * g, g);
     else
@@ -327,7 +329,7 @@ class RnnInference final : public Stepper {
         throw IndexError(fmt::format("seq2seq: source id {} outside the vocabulary [0, {})",
                                      batch.src[i], config_.src_vocab));
     const float* embedding = src_embedding_->value.data<float>();
-    const bool tables = src_tables_[0].on();  // the first layer's gx read from the tables
+    const bool tables = b == 1 && src_tables_[0].on();  // the first layer's gx from the tables
     if (!tables) {
       float* x = sized(layer_in_, b * s * e);
       for (int64_t r = 0; r < b; ++r)

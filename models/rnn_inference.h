@@ -18,7 +18,12 @@ namespace tapestry::models {
 bool rnn_inference_supported(const Seq2Seq& model);
 
 // The raw path's stepper, reading the weights' packs from tape.weight_packs() at every start();
-// the tape records nothing. Throws ValueError if !rnn_inference_supported(model).
+// the tape records nothing. Decoding one sentence (a batch of one row), it also reads the first
+// encoder cells' and the first decoder cell's input projections of embedded tokens from tables
+// it keeps per token id, made as each id is first seen and dropped when the packs' generation
+// changes (WeightPacks::generation): a caller that changes the weights (any of them, embeddings
+// and biases too) must invalidate the packs, as for the packs themselves.
+// Throws ValueError if !rnn_inference_supported(model).
 std::unique_ptr<Stepper> make_rnn_inference_stepper(Seq2Seq& model, Tape& tape);
 
 }  // namespace tapestry::models

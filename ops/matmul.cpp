@@ -70,7 +70,7 @@ constexpr int64_t kPackedB = 1;
 // to the next (medium's decoder W_hh, 1536 x 512 floats, 3 MB), and saves the call overhead of
 // products of very few rows (tiny's single row). Staging costs copies of every row, though, and a
 // gradient of a few hundred KB stays in L2 between steps: small (16 rows a step, gradients up to
-// 196 KB) trained 7.9 -> 7.3 ms a step without deferring on the AMD EPYC Zen 4 of the README,
+// 196 KB) trained 8.12 -> 7.50 ms a step without deferring on the AMD EPYC Zen 4 of the README,
 // while tiny and medium were 7% and 2% slower without it. One of 640 rows (a whole batch's) gains
 // nothing either way.
 constexpr int64_t kDeferRows = 256;       // products of at least this many rows never defer
@@ -103,6 +103,9 @@ const Tensor& pack_weight(const char* op, const char* name, const Tensor& b, Pac
 // A weight whose pack products of one recording read at least this many times is read at every
 // time step (Tape::pack_reads).
 constexpr int64_t kPerStepReads = 4;
+// A product of fewer rows than this whose weight is read at every step takes dx = dy W through the
+// pack of W^T; one of more rows (a whole batch's) through BLAS.
+constexpr int64_t kPackedDxRows = 256;
 
 }  // namespace
 
@@ -251,7 +254,7 @@ void affine_backward(Tape& tape, const Node& n) {
     const auto attrs = tape.attrs(n);
     WeightPacks* packs = tape.weight_packs();
     const bool packed = dx && packs && attrs.size() == 2 && attrs[0] == kPackedB &&
-                        rows < kDeferRows &&
+                        rows < kPackedDxRows &&
                         tape.pack_reads(tape.saved(n, 2).data<float>(), attrs[1]) >= kPerStepReads;
     if (packed) {  // (R,out) x (out,K) -> (R,K), W^T packed from the weight saved third
       if constexpr (std::is_same_v<T, float>)

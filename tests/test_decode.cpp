@@ -46,6 +46,15 @@ Batch all_sources() {
   return make_batch(pairs, rows);
 }
 
+// Each source as a batch of its own (decoding one sentence, where the raw path uses tables).
+std::vector<Batch> one_by_one() {
+  const std::vector<EncodedPair> pairs = sources();
+  std::vector<Batch> out;
+  for (int64_t i = 0; i < static_cast<int64_t>(pairs.size()); ++i)
+    out.push_back(make_batch(pairs, std::vector<int64_t>{i}));
+  return out;
+}
+
 // Scales every parameter so the untrained model's outputs vary with the input instead of
 // repeating one token.
 void sharpen(Seq2Seq& m) {
@@ -85,9 +94,9 @@ TEST_CASE("beam search of width 1 is greedy decoding exactly", "[decode]") {
 
 TEST_CASE("the raw RNN path decodes to the same bits as the ops", "[decode][inference]") {
   // Every cell, attention and decoder the raw path covers, 1 and 2 layers, with and without the
-  // deep output: greedy (one shard and two) and beam 3 with 3-best lists, tokens,
-  // log-probabilities, scores and attention weights compared for exact equality with decoding
-  // through the ops.
+  // deep output: greedy (one shard and two, and each sentence alone) and beam 3 with 3-best
+  // lists, tokens, log-probabilities, scores and attention weights compared for exact equality
+  // with decoding through the ops.
   const Batch batch = all_sources();
   int configs = 0;
   for (nn::CellKind cell : {nn::CellKind::rnn, nn::CellKind::gru, nn::CellKind::lstm})
@@ -130,6 +139,15 @@ TEST_CASE("the raw RNN path decodes to the same bits as the ops", "[decode][infe
                   }
                 }
               }
+            for (const Batch& one : one_by_one()) {  // one sentence: the tables' path
+              DecodeOptions o;
+              const auto raw = decode(model, one, o);
+              o.through_ops = true;
+              const auto ops = decode(model, one, o);
+              CHECK(raw[0][0].tokens == ops[0][0].tokens);
+              CHECK(raw[0][0].log_prob == ops[0][0].log_prob);
+              CHECK(raw[0][0].attention == ops[0][0].attention);
+            }
             ++configs;
           }
   REQUIRE(configs == 3 * 5 * 3 * 2);
@@ -137,9 +155,9 @@ TEST_CASE("the raw RNN path decodes to the same bits as the ops", "[decode][infe
 
 TEST_CASE("the raw RNN path equals the ops with a vocabulary too big for its tables",
           "[decode][inference]") {
-  // 20,000 ids of 3H = 30 (GRU) or 4H = 40 (LSTM) floats are more than the 2 MB up to which the
-  // raw path keeps tables of projected embeddings: the first cells' products run instead.
-  const Batch batch = all_sources();
+  // One sentence at a time, the raw path reads the first cells' gx from tables of projected
+  // embeddings, up to 2 MB each; 20,000 ids of 3H = 30 (GRU) or 4H = 40 (LSTM) floats are more,
+  // so the first cells' products run instead.
   for (nn::CellKind cell : {nn::CellKind::gru, nn::CellKind::lstm})
     for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong}) {
       Seq2SeqConfig c = small_config(nn::AttentionKind::bahdanau, dec, cell);
@@ -147,93 +165,105 @@ TEST_CASE("the raw RNN path equals the ops with a vocabulary too big for its tab
       Seq2Seq model(c);
       sharpen(model);
       INFO(fmt::format("{} cell, {} decoder", nn::cell_name(cell), decoder_name(dec)));
-      for (int64_t beam : {1, 3}) {
+      for (const Batch& batch : one_by_one()) {
         DecodeOptions o;
-        o.beam = beam;
         const auto raw = decode(model, batch, o);
         o.through_ops = true;
         const auto ops = decode(model, batch, o);
-        REQUIRE(raw.size() == ops.size());
-        for (size_t r = 0; r < raw.size(); ++r) {
-          CHECK(raw[r][0].tokens == ops[r][0].tokens);
-          CHECK(raw[r][0].log_prob == ops[r][0].log_prob);
-          CHECK(raw[r][0].attention == ops[r][0].attention);
-        }
+        CHECK(raw[0][0].tokens == ops[0][0].tokens);
+        CHECK(raw[0][0].log_prob == ops[0][0].log_prob);
+        CHECK(raw[0][0].attention == ops[0][0].attention);
       }
     }
 }
 
 TEST_CASE("a decoding step computes what the teacher-forced training step computes", "[decode]") {
-  // Decoder::step without teacher inputs splits the first cell's input as teacher forcing does,
-  // gx = (e W_head^T + b_ih) + r W_tail^T: fed the same tokens, the logits are the same bits.
-  const Batch batch = all_sources();
-  const int64_t b = batch.size, steps = 4;
-  std::vector<int32_t> tgt_in(static_cast<size_t>(b * steps));  // (B,T), row-major
-  for (size_t i = 0; i < tgt_in.size(); ++i) tgt_in[i] = static_cast<int32_t>(1 + (i * 7) % 11);
+  // Decoder::step without teacher inputs and without recording splits the first cell's input as
+  // teacher forcing does, gx = (e W_head^T + b_ih) + r W_tail^T: fed the same tokens, the logits
+  // are the same bits, through the weight packs as training and decoding read them, for a batch
+  // and for one sentence. (Without packs, TAPESTRY_KERNELS=portable, the products are OpenBLAS's,
+  // which may round a one-row product, decoding's, otherwise than the same row among the steps'
+  // rows, training's: only the batch is compared there.)
+  std::vector<Batch> batches{all_sources()};
+  if (packed_kernel_available()) batches.push_back(one_by_one()[2]);
+  const int64_t steps = 4;
   for (nn::CellKind cell : {nn::CellKind::gru, nn::CellKind::lstm})
     for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong})
-      for (int layers : {1, 2}) {
-        Seq2SeqConfig c = small_config(nn::AttentionKind::bahdanau, dec, cell);
-        c.layers = layers;
-        Seq2Seq model(c);
-        sharpen(model);
-        model.eval();
-        INFO(fmt::format("{} cell, {} decoder, {} layers", nn::cell_name(cell), decoder_name(dec),
-                         layers));
-        Tape tape;
-        NoGrad no_grad(tape);
-        const nn::AttentionMemory memory = model.encode(tape, batch);
-        DecoderState taught = model.decoder().start(tape, memory.summary);
-        DecoderState free = model.decoder().start(tape, memory.summary);
-        const TeacherInputs teacher =
-            model.decoder().teacher_inputs(tape, tgt_in, b, steps, model.rng());
-        for (int64_t t = 0; t < steps; ++t) {
-          std::vector<int32_t> y(static_cast<size_t>(b));
-          for (int64_t r = 0; r < b; ++r) y[r] = tgt_in[r * steps + t];
-          const Var with = model.decoder().logits(
-              tape,
-              model.decoder().step(tape, memory, taught, y, t, model.rng(), &teacher).features,
-              model.rng());
-          const Var without = model.decoder().logits(
-              tape, model.decoder().step(tape, memory, free, y, t, model.rng()).features,
-              model.rng());
-          REQUIRE(with.shape() == without.shape());
-          const float* p = with.value().data<float>();
-          const float* q = without.value().data<float>();
-          int64_t differ = 0;
-          for (int64_t i = 0; i < with.numel(); ++i) differ += p[i] != q[i];
-          INFO("step " << t);
-          CHECK(differ == 0);
+      for (int layers : {1, 2})
+        for (const Batch& batch : batches) {
+          Seq2SeqConfig c = small_config(nn::AttentionKind::bahdanau, dec, cell);
+          c.layers = layers;
+          Seq2Seq model(c);
+          sharpen(model);
+          model.eval();
+          const int64_t b = batch.size;
+          INFO(fmt::format("{} cell, {} decoder, {} layers, {} rows", nn::cell_name(cell),
+                           decoder_name(dec), layers, b));
+          std::vector<int32_t> tgt_in(static_cast<size_t>(b * steps));  // (B,T), row-major
+          for (size_t i = 0; i < tgt_in.size(); ++i)
+            tgt_in[i] = static_cast<int32_t>(1 + (i * 7) % 11);
+          Tape tape;
+          WeightPacks packs;
+          if (packed_kernel_available()) tape.set_weight_packs(&packs);
+          NoGrad no_grad(tape);
+          const nn::AttentionMemory memory = model.encode(tape, batch);
+          DecoderState taught = model.decoder().start(tape, memory.summary);
+          DecoderState decoded = model.decoder().start(tape, memory.summary);
+          const TeacherInputs teacher =
+              model.decoder().teacher_inputs(tape, tgt_in, b, steps, model.rng());
+          for (int64_t t = 0; t < steps; ++t) {
+            std::vector<int32_t> y(static_cast<size_t>(b));
+            for (int64_t r = 0; r < b; ++r) y[r] = tgt_in[r * steps + t];
+            Decoder& d = model.decoder();
+            const Var with =
+                d.logits(tape, d.step(tape, memory, taught, y, t, model.rng(), &teacher).features,
+                         model.rng());
+            const Var without = d.logits(
+                tape, d.step(tape, memory, decoded, y, t, model.rng()).features, model.rng());
+            REQUIRE(with.shape() == without.shape());
+            const float* p = with.value().data<float>();
+            const float* q = without.value().data<float>();
+            int64_t differ = 0;
+            for (int64_t i = 0; i < with.numel(); ++i) differ += p[i] != q[i];
+            INFO("step " << t);
+            CHECK(differ == 0);
+          }
         }
-      }
 }
 
 TEST_CASE("the raw path's tables of projected embeddings follow the weights' generation",
           "[decode][inference]") {
-  // A workspace kept across calls keeps its steppers and their tables; after the weights change
-  // and the packs are invalidated, decoding must give what a fresh call gives.
-  const Batch batch = all_sources();
-  for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong}) {
-    Seq2Seq model(small_config(nn::AttentionKind::bahdanau, dec, nn::CellKind::gru));
-    sharpen(model);
-    WeightPacks packs;
-    DecodeWorkspace workspace;
-    DecodeOptions kept;
-    kept.packs = &packs;
-    kept.workspace = &workspace;
-    greedy_decode(model, batch, kept);  // the tables are made here
-    sharpen(model);
-    packs.invalidate();
-    const auto again = greedy_decode(model, batch, kept);
-    const auto fresh = greedy_decode(model, batch);
-    INFO(decoder_name(dec));
-    REQUIRE(again.size() == fresh.size());
-    for (size_t r = 0; r < again.size(); ++r) {
-      CHECK(again[r][0].tokens == fresh[r][0].tokens);
-      CHECK(again[r][0].log_prob == fresh[r][0].log_prob);
-      CHECK(again[r][0].attention == fresh[r][0].attention);
+  // A workspace kept across calls keeps its steppers and their tables. After the weights change,
+  // decoding must give what a fresh call gives: with packs kept across calls, once the caller
+  // invalidates them; without, since each call's own packs have a generation never seen before.
+  const std::vector<Batch> sentences = one_by_one();
+  for (bool keep_packs : {true, false})
+    for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong}) {
+      Seq2Seq model(small_config(nn::AttentionKind::bahdanau, dec, nn::CellKind::gru));
+      sharpen(model);
+      WeightPacks packs;
+      DecodeWorkspace workspace;
+      DecodeOptions kept;
+      kept.packs = keep_packs ? &packs : nullptr;
+      kept.workspace = &workspace;
+      std::vector<std::vector<float>> before;
+      for (const Batch& batch : sentences)  // the tables are made here
+        before.push_back(greedy_decode(model, batch, kept)[0][0].attention);
+      sharpen(model);
+      packs.invalidate();
+      int changed = 0;
+      for (size_t i = 0; i < sentences.size(); ++i) {
+        const auto again = greedy_decode(model, sentences[i], kept);
+        const auto fresh = greedy_decode(model, sentences[i]);
+        INFO(decoder_name(dec) << (keep_packs ? ", packs kept" : ", packs per call")
+                               << ", sentence " << i);
+        CHECK(again[0][0].tokens == fresh[0][0].tokens);
+        CHECK(again[0][0].log_prob == fresh[0][0].log_prob);
+        CHECK(again[0][0].attention == fresh[0][0].attention);
+        changed += fresh[0][0].attention != before[i];
+      }
+      CHECK(changed > 0);  // the new weights decode differently: stale tables would show
     }
-  }
 }
 
 TEST_CASE("models the raw RNN path does not cover decode through the ops", "[decode][inference]") {

@@ -194,6 +194,23 @@ TEST_CASE("weight packs are made once, shared by threads, and remade after inval
   REQUIRE(packs.size() == 2);
 }
 
+TEST_CASE("a cache's generation is one no cache has had, and invalidate gives a new one",
+          "[packed]") {
+  // What is derived from the weights beside the packs (the raw decoder's tables) is kept while
+  // the generation stays, so a new cache must not repeat an earlier one's, even at the address
+  // of one destroyed.
+  std::vector<uint64_t> seen;
+  for (int i = 0; i < 3; ++i) {
+    WeightPacks packs;
+    seen.push_back(packs.generation());
+    REQUIRE(packs.generation() == seen.back());  // stays until invalidated
+    packs.invalidate();
+    seen.push_back(packs.generation());
+  }
+  std::sort(seen.begin(), seen.end());
+  REQUIRE(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+}
+
 TEST_CASE("matmul and affine read a weight's pack and give the values and gradients of BLAS",
           "[packed]") {
   Rng rng(4);
