@@ -296,4 +296,17 @@ TEST_CASE("a cell stepped on a split input equals it stepped on the concatenatio
   Tape tape;
   REQUIRE_THROWS_AS(cell.project_head(tape, Tensor::zeros({3, 5}, DType::f64), 4), ShapeError);
   REQUIRE_THROWS_AS(cell.weight_tail(tape, 9), ShapeError);
+  REQUIRE_THROWS_AS(cell.weight_head(tape, 0), ShapeError);
+  REQUIRE_THROWS_AS(cell.weight_head(tape, 9), ShapeError);
+  // project_head with a block of W_ih: a of the block's width, the block (3H, split < in).
+  const Var head = cell.weight_head(tape, 4);
+  REQUIRE(head.shape() == Shape{18, 4});
+  REQUIRE_THROWS_AS(cell.project_head(tape, Tensor::zeros({3, 5}, DType::f64), head), ShapeError);
+  REQUIRE_THROWS_AS(cell.project_head(tape, Tensor::zeros({3, 4}, DType::f64),
+                                      Var(Tensor::zeros({17, 4}, DType::f64))),
+                    ShapeError);
+  REQUIRE_THROWS_AS(cell.project_head(tape, Tensor::zeros({3, 9}, DType::f64),
+                                      Var(Tensor::zeros({18, 9}, DType::f64))),
+                    ShapeError);
+  REQUIRE(cell.project_head(tape, Tensor::zeros({3, 4}, DType::f64), head).shape() == Shape{3, 18});
 }
