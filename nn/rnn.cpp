@@ -142,17 +142,19 @@ Var Cell::project_head(Tape& tape, const Var& a, const Var& w_head) {
   return ops::affine(a, w_head, b_ih_->var(tape), tape.weight_packs(), {&w_ih_->value, 0});
 }
 
-Var Cell::weight_head(Tape& tape, int64_t split) {
+void Cell::check_split(int64_t split) const {
   if (split <= 0 || split >= input_)
     throw ShapeError(
         fmt::format("{} cell: a split at {} of input size {}", cell_name(kind_), split, input_));
+}
+
+Var Cell::weight_head(Tape& tape, int64_t split) {
+  check_split(split);
   return ops::slice(w_ih_->var(tape), 1, 0, split);  // (G*H, split)
 }
 
 Var Cell::weight_tail(Tape& tape, int64_t split) {
-  if (split <= 0 || split >= input_)
-    throw ShapeError(
-        fmt::format("{} cell: a split at {} of input size {}", cell_name(kind_), split, input_));
+  check_split(split);
   return ops::slice(w_ih_->var(tape), 1, split, input_ - split);  // (G*H, in-split)
 }
 

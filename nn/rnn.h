@@ -65,6 +65,9 @@ class Cell : public Module {
   int64_t hidden_size() const { return hidden_; }
 
  private:
+  // Throws ShapeError unless 0 < split < the input size: W_ih's columns split into two blocks.
+  void check_split(int64_t split) const;
+
   CellKind kind_;
   int64_t input_, hidden_;
   Parameter *w_ih_, *w_hh_, *b_ih_, *b_hh_;
