@@ -55,17 +55,31 @@ std::vector<Batch> one_by_one() {
   return out;
 }
 
+// The same hypotheses, to the bit: for every row and every hypothesis, the tokens, whether it
+// finished, the log-probability, the score and the attention weights.
+void check_same(const std::vector<std::vector<Hypothesis>>& a,
+                const std::vector<std::vector<Hypothesis>>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t r = 0; r < a.size(); ++r) {
+    REQUIRE(a[r].size() == b[r].size());
+    for (size_t i = 0; i < a[r].size(); ++i) {
+      CHECK(a[r][i].tokens == b[r][i].tokens);
+      CHECK(a[r][i].finished == b[r][i].finished);
+      CHECK(a[r][i].log_prob == b[r][i].log_prob);
+      CHECK(a[r][i].score == b[r][i].score);
+      CHECK(a[r][i].attention == b[r][i].attention);
+    }
+  }
+}
+
 // Greedy decoding of each source alone through the raw path and through the ops gives the same
-// tokens, log-probability and attention weights.
+// hypotheses.
 void raw_equals_ops_one_by_one(Seq2Seq& model) {
   for (const Batch& one : one_by_one()) {
     DecodeOptions o;
     const auto raw = decode(model, one, o);
     o.through_ops = true;
-    const auto ops = decode(model, one, o);
-    CHECK(raw[0][0].tokens == ops[0][0].tokens);
-    CHECK(raw[0][0].log_prob == ops[0][0].log_prob);
-    CHECK(raw[0][0].attention == ops[0][0].attention);
+    check_same(raw, decode(model, one, o));
   }
 }
 
@@ -139,19 +153,8 @@ TEST_CASE("the raw RNN path decodes to the same bits as the ops", "[decode][infe
                 o.shards = shards;
                 const auto raw = decode(model, batch, o);
                 o.through_ops = true;
-                const auto ops = decode(model, batch, o);
                 INFO("beam " << beam << ", " << shards << " shards");
-                REQUIRE(raw.size() == ops.size());
-                for (size_t r = 0; r < raw.size(); ++r) {
-                  REQUIRE(raw[r].size() == ops[r].size());
-                  for (size_t i = 0; i < raw[r].size(); ++i) {
-                    CHECK(raw[r][i].tokens == ops[r][i].tokens);
-                    CHECK(raw[r][i].finished == ops[r][i].finished);
-                    CHECK(raw[r][i].log_prob == ops[r][i].log_prob);
-                    CHECK(raw[r][i].score == ops[r][i].score);
-                    CHECK(raw[r][i].attention == ops[r][i].attention);
-                  }
-                }
+                check_same(raw, decode(model, batch, o));
               }
             raw_equals_ops_one_by_one(model);  // one sentence: the tables' path
             ++configs;
@@ -251,13 +254,10 @@ TEST_CASE("the raw path's tables of projected embeddings follow the weights' gen
       packs.invalidate();
       int changed = 0;
       for (size_t i = 0; i < sentences.size(); ++i) {
-        const auto again = greedy_decode(model, sentences[i], kept);
         const auto fresh = greedy_decode(model, sentences[i]);
         INFO(decoder_name(dec) << (keep_packs ? ", packs kept" : ", packs per call")
                                << ", sentence " << i);
-        CHECK(again[0][0].tokens == fresh[0][0].tokens);
-        CHECK(again[0][0].log_prob == fresh[0][0].log_prob);
-        CHECK(again[0][0].attention == fresh[0][0].attention);
+        check_same(greedy_decode(model, sentences[i], kept), fresh);
         changed += fresh[0][0].attention != before[i];
       }
       CHECK(changed > 0);  // the new weights decode differently: stale tables would show
@@ -325,22 +325,13 @@ TEST_CASE("weight packs kept across calls give what a fresh call gives, and foll
   WeightPacks packs;
   DecodeOptions kept;
   kept.packs = &packs;
-  auto same = [](const std::vector<std::vector<Hypothesis>>& a,
-                 const std::vector<std::vector<Hypothesis>>& b) {
-    REQUIRE(a.size() == b.size());
-    for (size_t r = 0; r < a.size(); ++r) {
-      CHECK(a[r][0].tokens == b[r][0].tokens);
-      CHECK(a[r][0].log_prob == b[r][0].log_prob);
-      CHECK(a[r][0].attention == b[r][0].attention);
-    }
-  };
   const auto fresh = greedy_decode(model, batch);
-  same(greedy_decode(model, batch, kept), fresh);
+  check_same(greedy_decode(model, batch, kept), fresh);
   REQUIRE((packs.size() > 0) == packed_kernel_available());  // none for the portable kernels
-  same(greedy_decode(model, batch, kept), fresh);            // the packs of the first call, reused
+  check_same(greedy_decode(model, batch, kept), fresh);      // the packs of the first call, reused
   sharpen(model);                                            // the weights change...
   packs.invalidate();                                        // ...and the caller says so
-  same(greedy_decode(model, batch, kept), greedy_decode(model, batch));
+  check_same(greedy_decode(model, batch, kept), greedy_decode(model, batch));
 }
 
 TEST_CASE("decoded tokens do not depend on the batch or its padding", "[decode]") {
