@@ -13,6 +13,7 @@
 #include <cstring>
 #include <new>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "tapestry/models/decode.h"
@@ -48,7 +49,9 @@ std::optional<int64_t> reads_during(F&& f) {
   f();
   const int64_t c = read_calls();
   if (a < 0 || b < 0 || c < 0) {
-    WARN("/proc/self/io cannot be read here: read calls are not counted");
+    static bool said = false;  // once, not at every measurement
+    if (!std::exchange(said, true))
+      WARN("/proc/self/io cannot be read here: read calls are not counted");
     return std::nullopt;
   }
   return (c - b) - (b - a);
