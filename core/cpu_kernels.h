@@ -77,9 +77,14 @@ bool cpu_supports(Capability c);
 // other than x86-64 only portable exists).
 const Kernels* kernels_for(Capability c);
 
+// Whether this is a CPU with AVX-512 whose units are 256 bits wide, each 16-float instruction
+// taking two passes (AMD's family 19h, Zen 4).
+bool splits_512_bit_vectors();
+
 // The kernels in use: the best this CPU supports, unless TAPESTRY_KERNELS names another
-// (avx512, avx2 or portable; chosen once, at the first call). A name that is not one of those, or
-// one this CPU cannot run, throws ValueError naming the variable and the value.
+// (avx512, avx2 or portable; chosen once, at the first call). Where splits_512_bit_vectors(),
+// the avx512 set takes the avx2 set's Adam step, which is faster there. A name that is not one of
+// those, or one this CPU cannot run, throws ValueError naming the variable and the value.
 const Kernels& kernels();
 
 // The capability TAPESTRY_KERNELS's value `name` asks for; throws ValueError for any other

@@ -75,6 +75,17 @@ TEST_CASE("the kernels in use are the best this CPU runs, unless TAPESTRY_KERNEL
   REQUIRE(cpu::kernels().capability == want);
   // A capability the CPU lacks has no kernels.
   for (Capability c : kAll) REQUIRE((cpu::kernels_for(c) != nullptr) == cpu::cpu_supports(c));
+  // The set in use is that capability's table (each of whose entries the tests below check),
+  // but for Adam on a CPU that splits 512-bit vectors, which takes the avx2 set's (checked too).
+  const cpu::Kernels& used = cpu::kernels();
+  const cpu::Kernels& table = *cpu::kernels_for(want);
+  REQUIRE(used.panels_product == table.panels_product);
+  REQUIRE(used.tanh == table.tanh);
+  REQUIRE(used.gru_row == table.gru_row);
+  const bool swapped = want == Capability::avx512 && cpu::splits_512_bit_vectors();
+  INFO("splits 512-bit vectors: " << cpu::splits_512_bit_vectors());
+  REQUIRE(used.adam_update ==
+          (swapped ? cpu::kernels_for(Capability::avx2)->adam_update : table.adam_update));
 }
 
 TEST_CASE(
