@@ -71,30 +71,48 @@ void PackedMatrix::pack(const Tensor& w, PackView view) {
   data_ = out;
 }
 
+bool whole_panels(int64_t row0, int64_t n, int64_t rows) {
+  constexpr int64_t p = PackedMatrix::kPanel;
+  return row0 >= 0 && n >= 0 && row0 + n <= rows && row0 % p == 0 &&
+         (n % p == 0 || row0 + n == rows);
+}
+
 void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const PackedMatrix& w,
                  float beta, float* c, int64_t ldc, const float* bias) {
+  gemm_packed_rows(m, k, a, lda, w, 0, w.rows(), beta, c, ldc, bias);
+}
+
+void gemm_packed_rows(int64_t m, int64_t k, const float* a, int64_t lda, const PackedMatrix& w,
+                      int64_t row0, int64_t n, float beta, float* c, int64_t ldc,
+                      const float* bias) {
   if (k != w.cols())
     throw ShapeError(fmt::format("gemm_packed: a ({},{}) does not fit the packed matrix ({},{})", m,
                                  k, w.rows(), w.cols()));
-  if (m <= 0 || w.rows() == 0) return;
+  if (!whole_panels(row0, n, w.rows()))
+    throw ShapeError(fmt::format(
+        "gemm_packed: rows [{}, {}) of the packed matrix ({},{}) are not whole panels of {}", row0,
+        row0 + n, w.rows(), w.cols(), PackedMatrix::kPanel));
+  if (m <= 0 || n == 0) return;
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < w.rows(); ++j)
+      for (int64_t j = 0; j < n; ++j)
         c[i * ldc + j] = (beta == 0.0f ? 0.0f : beta * c[i * ldc + j]) + (bias ? bias[j] : 0.0f);
     return;
   }
-  blas::GemmTimer timer('N', 'P', m, w.rows(), k);
-  const int64_t panels = w.panels();
+  blas::GemmTimer timer('N', 'P', m, n, k);
+  // The rows' panels are a packed matrix of n rows on their own, starting at their first panel.
+  const float* panels = w.panel(row0 / PackedMatrix::kPanel);
+  const int64_t count = (n + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel;
   const auto kernel = cpu::kernels().panels_product;
   const int parts = parallel_threads();
-  if (parts >= 2 && panels >= parts && m * w.rows() * k >= kSplitWork && !in_parallel_region()) {
+  if (parts >= 2 && count >= parts && m * n * k >= kSplitWork && !in_parallel_region()) {
     parallel_run(parts, [&](int part) {
-      kernel(m, w.rows(), k, a, lda, w.panel(0), panels * part / parts, panels * (part + 1) / parts,
-             beta, bias, c, ldc, a_pack_buffer(m, k));
+      kernel(m, n, k, a, lda, panels, count * part / parts, count * (part + 1) / parts, beta, bias,
+             c, ldc, a_pack_buffer(m, k));
     });
     return;
   }
-  kernel(m, w.rows(), k, a, lda, w.panel(0), 0, panels, beta, bias, c, ldc, a_pack_buffer(m, k));
+  kernel(m, n, k, a, lda, panels, 0, count, beta, bias, c, ldc, a_pack_buffer(m, k));
 }
 
 // ---------------------------------------------------------------------------------------------

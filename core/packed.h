@@ -59,6 +59,15 @@ class PackedMatrix {
 void gemm_packed(int64_t m, int64_t k, const float* a, int64_t lda, const PackedMatrix& w,
                  float beta, float* c, int64_t ldc, const float* bias = nullptr);
 
+// The same product with rows [row0, row0 + n) of W alone: c (M,n) = (a W[row0 : row0 + n]^T +
+// beta c) + bias (n), each element the bits gemm_packed gives it. The rows must be whole panels:
+// row0 a multiple of 16, and n one too unless the rows run to the end of W; ShapeError otherwise.
+void gemm_packed_rows(int64_t m, int64_t k, const float* a, int64_t lda, const PackedMatrix& w,
+                      int64_t row0, int64_t n, float beta, float* c, int64_t ldc,
+                      const float* bias = nullptr);
+// Whether rows [row0, row0 + n) of a matrix of `rows` rows are whole panels of its pack.
+bool whole_panels(int64_t row0, int64_t n, int64_t rows);
+
 // Packs of weights that stay unchanged for as long as the cache is in use: one decoding call, or
 // one training step (invalidate() after the weights change). A pack is made the first time it is
 // asked for, by whichever thread asks; keys are the weights' storage, so only long-lived tensors

@@ -117,6 +117,12 @@ Var MultiheadAttention::weight(Tape& tape, int part, int parts) {
   return ops::concat(pieces, 0);
 }
 
+Var MultiheadAttention::project(Tape& tape, const Var& x, int part, int parts) {
+  const Var w = weight(tape, part, parts), b = bias(tape, part, parts);
+  if (!packed_) return ops::affine(x, w, b);
+  return ops::affine(x, w, b, tape.weight_packs(), {&in_proj_weight_->value, 0, part * d_});
+}
+
 Var MultiheadAttention::bias(Tape& tape, int part, int parts) {
   Var b = in_proj_bias_->var(tape);
   return parts == 3 ? b : ops::slice(b, 0, part * d_, parts * d_);
@@ -169,16 +175,16 @@ MultiheadAttention::Output MultiheadAttention::forward(Tape& tape, const Var& qu
         causal ? " with S = T for a causal mask" : ""));
   const int64_t b = query.dim(0), t = query.dim(1), s = key.dim(1);
   // (B,T,d) x (d,d)^T: q, k and v, each split into heads (B*h,L,dk)
-  Var q = split_heads(ops::affine(query, weight(tape, 0), bias(tape, 0)), 1)[0];
+  Var q = split_heads(project(tape, query, 0), 1)[0];
   Var k, v;
   if (key.value().shares_storage(value.value()) && key.shape() == value.shape() &&
       key.node() == value.node()) {
-    std::array<Var, 3> kv = split_heads(ops::affine(key, weight(tape, 1, 2), bias(tape, 1, 2)), 2);
+    std::array<Var, 3> kv = split_heads(project(tape, key, 1, 2), 2);
     k = kv[0];
     v = kv[1];
   } else {
-    k = split_heads(ops::affine(key, weight(tape, 1), bias(tape, 1)), 1)[0];
-    v = split_heads(ops::affine(value, weight(tape, 2), bias(tape, 2)), 1)[0];
+    k = split_heads(project(tape, key, 1), 1)[0];
+    v = split_heads(project(tape, value, 2), 1)[0];
   }
   return attend(tape, q, k, v, b, t, s, key_valid, causal, rng);
 }
@@ -191,7 +197,7 @@ MultiheadAttention::Output MultiheadAttention::self_attention(Tape& tape, const 
         fmt::format("multihead_attention: input {} does not fit (B,T,{})", x.shape().str(), d_));
   const int64_t b = x.dim(0), t = x.dim(1);
   // (B,T,d) x (3d,d)^T -> (B,T,3d): q, k and v in one product
-  std::array<Var, 3> qkv = split_heads(ops::affine(x, weight(tape, 0, 3), bias(tape, 0, 3)), 3);
+  std::array<Var, 3> qkv = split_heads(project(tape, x, 0, 3), 3);
   return attend(tape, qkv[0], qkv[1], qkv[2], b, t, t, valid, causal, rng);
 }
 
@@ -208,7 +214,7 @@ KVCache MultiheadAttention::empty_cache(int64_t b, int64_t capacity) const {
 }
 
 KVCache MultiheadAttention::memory_cache(Tape& tape, const Var& memory, const Tensor& valid) {
-  std::array<Var, 3> kv = split_heads(ops::affine(memory, weight(tape, 1, 2), bias(tape, 1, 2)), 2);
+  std::array<Var, 3> kv = split_heads(project(tape, memory, 1, 2), 2);
   KVCache c;
   // Views of one permuted copy: a memory cache is only read, and select_rows replaces its tensors
   // rather than writing into them.
@@ -237,7 +243,7 @@ MultiheadAttention::Output MultiheadAttention::step(Tape& tape, const Var& x, KV
       throw ValueError(
           fmt::format("multihead_attention step: the cache holds {} positions", cache.k.dim(1)));
     // (B,d) x (3d,d)^T -> (B,3d): the new position's q, k and v
-    const Var qkv = ops::affine(x, weight(tape, 0, 3), bias(tape, 0, 3));
+    const Var qkv = project(tape, x, 0, 3);
     const int64_t cap = cache.k.dim(1), pos = cache.length;
     dispatch(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -254,7 +260,7 @@ MultiheadAttention::Output MultiheadAttention::step(Tape& tape, const Var& x, KV
     ++cache.length;
     q = ops::slice(qkv, 1, 0, d_);
   } else {
-    q = ops::affine(x, weight(tape, 0), bias(tape, 0));
+    q = project(tape, x, 0);
   }
   const int64_t len = cache.length, cap = cache.k.dim(1);
   Tensor ctx = Tensor::empty({b, d_}, x.dtype());

@@ -87,6 +87,9 @@ class MultiheadAttention : public Module {
   // weight; and the bias's part.
   Var weight(Tape& tape, int part, int parts = 1);
   Var bias(Tape& tape, int part, int parts = 1);
+  // x (...,d) -> the parts' projections (...,parts*d): x W^T + b with those rows, read through the
+  // tape's pack of the packed in-projection where there is one.
+  Var project(Tape& tape, const Var& x, int part, int parts = 1);
   // (B,L,n*d) -> n <= 3 tensors (B*h,L,dk), one copy for all of them (a fixed array: no heap
   // allocation in a training step).
   std::array<Var, 3> split_heads(const Var& x, int n) const;

@@ -87,16 +87,20 @@ bool defer_worth_it(int64_t rows, int64_t p, int64_t q, DType dtype) {
 // be that copy.
 const Tensor& pack_weight(const char* op, const char* name, const Tensor& b, PackSource source,
                           bool fits, int64_t n, int64_t k) {
+  if (!source.weight && source.row0 != 0)
+    throw ShapeError(fmt::format("{}: rows {}.. of {} {} name no weight", op, source.row0, name,
+                                 b.shape().str()));
   if (!source.weight) return b;
   const Tensor& weight = *source.weight;
   if (weight.dtype() != b.dtype())
     throw DTypeError(fmt::format("{}: {} {} {} is not a copy of the weight {} {} it names", op,
                                  name, dtype_name(b.dtype()), b.shape().str(),
                                  dtype_name(weight.dtype()), weight.shape().str()));
-  if (weight.ndim() != 2 || !fits || weight.dim(0) != n || source.col0 < 0 ||
-      source.col0 + k > weight.dim(1))
-    throw ShapeError(fmt::format("{}: {} {} is not columns {}.. of the weight {} it names", op,
-                                 name, b.shape().str(), source.col0, weight.shape().str()));
+  if (weight.ndim() != 2 || !fits || source.row0 < 0 || source.row0 + n > weight.dim(0) ||
+      source.col0 < 0 || source.col0 + k > weight.dim(1))
+    throw ShapeError(
+        fmt::format("{}: {} {} is not rows {}.. and columns {}.. of the weight {} it names", op,
+                    name, b.shape().str(), source.row0, source.col0, weight.shape().str()));
   return weight;
 }
 
@@ -193,8 +197,8 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* 
            PackSource source) {
   detail::same_dtype("matmul", a, b);
   const Gemm g = resolve(a.shape(), b.shape(), trans_a, trans_b);
-  const Tensor& weight =
-      pack_weight("matmul", "b", b.value(), source, trans_b && b.ndim() == 2, g.n, g.k);
+  const Tensor& weight = pack_weight("matmul", "b", b.value(), source,
+                                     trans_b && b.ndim() == 2 && source.row0 == 0, g.n, g.k);
   Shape out = a.ndim() == 3 ? Shape{g.batch, g.m, g.n} : Shape{g.m, g.n};
   Tensor y = Tensor::empty(out, a.dtype());
   const int64_t rows = g.batch * g.m;  // with b shared and a not transposed, one stacked product
@@ -298,10 +302,14 @@ Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs, PackSou
   // One row too (decoding one sentence): the packed kernel's one-row path, 8 panels at a time,
   // beats the matrix-vector kernel on the unpacked weight (tiny decoding 32.0 -> 28.4 us), and a
   // row's result is then the same bits alone as in a batch.
-  const bool packed = packs && packed_kernel_available() && x.dtype() == DType::f32 && rows >= 1;
+  // A block of the weight's rows (whole panels only) reads the whole weight's pack.
+  const bool all_rows = source.row0 == 0 && out == weight.dim(0);
+  const bool packed = packs && packed_kernel_available() && x.dtype() == DType::f32 && rows >= 1 &&
+                      whole_panels(source.row0, out, weight.dim(0));
   if (packed) {
-    gemm_packed(rows, k, x.value().data<float>(), k, packs->get(weight, {source.col0, k, false}),
-                0.0f, y.data<float>(), out, bias ? b.value().data<float>() : nullptr);
+    gemm_packed_rows(rows, k, x.value().data<float>(), k,
+                     packs->get(weight, {source.col0, k, false}), source.row0, out, 0.0f,
+                     y.data<float>(), out, bias ? b.value().data<float>() : nullptr);
   } else {
     dispatch(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -316,11 +324,13 @@ Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs, PackSou
   }
   Tape* tape = recording_tape({&x, &w, &b});
   if (!tape) return Var(std::move(y));
-  if (packed) tape->count_pack_read(weight.data<float>(), source.col0);
+  // Backward reads the pack of W^T only for all of W's rows (a block's dx goes through BLAS).
+  const bool transposed_pack = packed && all_rows;
+  if (transposed_pack) tape->count_pack_read(weight.data<float>(), source.col0);
   const int32_t id = tape->record(kAffine, std::move(y), {&x, &w, &b});
   tape->save(id, x.value());
   tape->save(id, w.value());
-  if (packed) {  // as matmul: backward may read the pack of W^T, made from the same weight
+  if (transposed_pack) {  // as matmul: backward may read the pack of W^T, made from the same weight
     tape->save(id, weight);
     const int64_t attrs[2] = {kPackedB, source.col0};
     tape->save_attrs(id, attrs);

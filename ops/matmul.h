@@ -17,9 +17,13 @@ namespace tapestry::ops {
 // packs). `source` says where b's values live when b is a copy of columns of a weight (a
 // decoder cell's W_ih split at the embedding, nn/rnn.h): the packs are then made from that
 // weight, which stays alive, rather than from the copy, a temporary.
+// For affine, `row0` names a block of the weight's rows (the key and value rows of an attention's
+// packed in-projection): whole panels of 16 rows read through the whole weight's pack, other rows
+// through BLAS.
 struct PackSource {
   const Tensor* weight = nullptr;  // null: b itself
-  int64_t col0 = 0;                // b = weight[:, col0 : col0 + b's columns]
+  int64_t col0 = 0;                // b = weight[row0 : row0 + b's rows, col0 : col0 + b's columns]
+  int64_t row0 = 0;                // affine only
 };
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false,
            WeightPacks* packs = nullptr, PackSource source = {});

@@ -315,3 +315,70 @@ TEST_CASE("a product with a copy of a weight's columns reads the weight's packs"
                       Catch::Contains("(37,18)") && Catch::Contains("(37,30)"));
   REQUIRE_THROWS_AS(ops::affine(xv, tail, Var(), &packs, {&w64, 12}), DTypeError);
 }
+
+TEST_CASE("a block of whole panels of W's rows gives the columns of the whole product, bit for bit",
+          "[packed]") {
+  Rng rng(12);
+  const int64_t m = 7, n = 40, k = 33;  // panels [0,16), [16,32), [32,40) (a tail)
+  Tensor w = random_matrix(n, k, rng);
+  PackedMatrix packed;
+  packed.pack(w);
+  std::vector<float> a(static_cast<size_t>(m * k)), bias(static_cast<size_t>(n));
+  for (auto& v : a) v = static_cast<float>(rng.uniform(-1, 1));
+  for (auto& v : bias) v = static_cast<float>(rng.uniform(-1, 1));
+  std::vector<float> all(static_cast<size_t>(m * n));
+  gemm_packed(m, k, a.data(), k, packed, 0.0f, all.data(), n, bias.data());
+  for (auto [row0, rows] :
+       {std::pair<int64_t, int64_t>{0, 16}, {16, 16}, {16, 24}, {32, 8}, {0, 40}}) {
+    INFO("rows " << row0 << " + " << rows);
+    std::vector<float> block(static_cast<size_t>(m * rows));
+    gemm_packed_rows(m, k, a.data(), k, packed, row0, rows, 0.0f, block.data(), rows,
+                     bias.data() + row0);
+    for (int64_t i = 0; i < m; ++i)
+      REQUIRE(std::equal(block.begin() + i * rows, block.begin() + (i + 1) * rows,
+                         all.begin() + i * n + row0));
+  }
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (auto [row0, rows] : {std::pair<int64_t, int64_t>{8, 16}, {0, 20}, {32, 16}, {-16, 16}})
+    REQUIRE_THROWS_WITH(gemm_packed_rows(m, k, a.data(), k, packed, row0, rows, 0.0f, c.data(), n),
+                        Catch::Contains("not whole panels") && Catch::Contains("(40,33)"));
+}
+
+TEST_CASE("affine with a block of a weight's rows reads the weight's pack", "[packed]") {
+  Rng rng(13);
+  WeightPacks packs;
+  Tensor w = random_matrix(48, 20, rng);  // an in-projection of 3 parts of 16 rows
+  Tensor x = random_matrix(5, 20, rng), dy = random_matrix(5, 32, rng);
+  Tensor bias = random_matrix(1, 48, rng).reshape(Shape{48});
+  auto run = [&](bool packed, int64_t row0) {
+    Tape tape;
+    if (packed) tape.set_weight_packs(&packs);
+    Tensor dx = Tensor::zeros(x.shape(), DType::f32), dw = Tensor::zeros(w.shape(), DType::f32);
+    Var xv = tape.bind(x, dx), wv = tape.bind(w, dw),
+        bv = tape.bind(bias, Tensor::zeros(bias.shape(), DType::f32));
+    Var block = ops::slice(wv, 0, row0, 32), b = ops::slice(bv, 0, row0, 32);
+    Var y = packed ? ops::affine(xv, block, b, &packs, {&w, 0, row0}) : ops::affine(xv, block, b);
+    tape.backward(y, dy);
+    return std::vector<Tensor>{y.value(), dx, dw};
+  };
+  for (int64_t row0 : {0, 16}) {
+    INFO("rows " << row0 << " + 32");
+    const auto blas = run(false, row0), packed = run(true, row0);
+    for (size_t t = 0; t < 2; ++t)  // y and dx: the packed kernel's sums against BLAS's
+      for (int64_t i = 0; i < blas[t].numel(); ++i)
+        REQUIRE(packed[t].data<float>()[i] == Approx(blas[t].data<float>()[i]).margin(1e-5));
+    REQUIRE(blas[2].to_vector() == packed[2].to_vector());  // dW: the same BLAS call
+  }
+  // One pack of the whole weight serves both blocks; none is made of the copies.
+  REQUIRE(packs.size() == (packed_kernel_available() ? 1u : 0u));
+  // Rows that are not whole panels are read through BLAS, and rows outside W are refused.
+  Tape tape;
+  Var xv = tape.bind(x, Tensor::zeros(x.shape(), DType::f32));
+  const Var odd(Tensor::zeros({24, 20}, DType::f32));
+  const Var y = ops::affine(xv, odd, Var(), &packs, {&w, 0, 8});
+  REQUIRE(y.shape() == Shape{5, 24});
+  REQUIRE_THROWS_WITH(ops::affine(xv, odd, Var(), &packs, {&w, 0, 32}),
+                      Catch::Contains("(24,20)") && Catch::Contains("(48,20)"));
+  REQUIRE_THROWS_WITH(ops::affine(xv, odd, Var(), &packs, {nullptr, 0, 16}),
+                      Catch::Contains("rows 16"));
+}
