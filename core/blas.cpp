@@ -29,6 +29,11 @@ auto small_gemv(int64_t madds) {
   return madds <= kSmallGemv && k.capability != cpu::Capability::portable ? k.gemv_rows : nullptr;
 }
 
+// Products of at most this many multiply-adds (and at most loops::kSmallGemmCols columns) run in
+// the kernels' small_gemm: an attention head's 10 x 10 x 16 scores took OpenBLAS 0.25 us, mostly
+// its call and packing.
+constexpr int64_t kSmallGemm = 8192;
+
 // Products at least this large (multiply-adds) and this wide, called outside a parallel job, are
 // split by columns across the cores: each part packs only its columns of b, so a wide weight
 // matrix is packed once in all (batch shards would each pack all of it), and every element of c
@@ -91,6 +96,12 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
       cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)m, (blasint)k, alpha, a, (blasint)lda, b,
                   (blasint)b_step, beta, c, (blasint)ldc);
     return;
+  }
+  if (k > 0 && n <= loops::kSmallGemmCols && m * n * k <= kSmallGemm &&
+      cpu::kernels().capability != cpu::Capability::portable) {
+    float* bt = scratch_buffer<float, struct SmallGemmB>(
+        static_cast<size_t>(loops::small_gemm_bt_floats(n, k)));
+    return cpu::kernels().small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bt);
   }
   // A few rows against a weight matrix, (M,K) x (N,K)^T with M <= 32: OpenBLAS runs the
   // transposed product c^T = b a^T 10-20% faster (measured at M 16-32, N 128-1536, K 128-768,

@@ -51,6 +51,12 @@ struct Kernels {
   // differs between capabilities (the width of the lanes).
   void (*gemv_rows)(int64_t n, int64_t k, float alpha, const float* w, int64_t ldw, const float* x,
                     float* c, int64_t ldc);
+  // c (M,N) = alpha op(a) op(b) + beta c for small products, N <= loops::kSmallGemmCols, bt room
+  // for loops::small_gemm_bt_floats(n, k) floats (loops::small_gemm). Each element's sum runs
+  // over k in order.
+  void (*small_gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                     int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                     float* bt);
 
   // The elementwise loops of core/vector_loops.h in float, each as described there. Their sums
   // and fused multiply-adds differ between capabilities in the last bits.

@@ -84,6 +84,28 @@ TAPESTRY_LOOP T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
   return sum;
 }
 
+// c (M,N) = alpha op(a) op(b) + beta c for a product too small for BLAS to pay its call (an
+// attention head's scores, 10 x 10 x 16): each element one sum over k in order; beta = 0 never
+// reads c. The reference the vector kernels of core/cpu_kernels_body.inc are tested against; they
+// copy a transposed b into small_gemm_bt_floats(n, k) floats of room.
+inline constexpr int64_t kSmallGemmCols = 64;
+inline int64_t small_gemm_bt_floats(int64_t n, int64_t k) {
+  return k * n;
+}
+template <class T>
+TAPESTRY_LOOP void small_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha,
+                              const T* __restrict a, int64_t lda, const T* __restrict b,
+                              int64_t ldb, T beta, T* __restrict c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      T sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+      T& cij = c[i * ldc + j];
+      cij = beta == T(0) ? alpha * sum : alpha * sum + beta * cij;
+    }
+}
+
 // max_i x[i] over independent lanes, which vectorise (-inf for n = 0; NaNs are skipped here and
 // caught by softmax_rest).
 template <class T>

@@ -219,6 +219,50 @@ TEST_CASE("every capability's matrix-vector kernel matches a plain loop in doubl
     }
 }
 
+TEST_CASE("every capability's small product matches a plain loop in double, in all four layouts",
+          "[cpu_kernels]") {
+  Rng rng(29);
+  for (auto [m, n, k] : {std::array<int64_t, 3>{2, 2, 1},
+                         {10, 10, 16},
+                         {10, 16, 10},
+                         {15, 15, 32},
+                         {3, 64, 7},
+                         {7, 17, 33}})
+    for (int layout = 0; layout < 4; ++layout)
+      for (float beta : {0.0f, 0.5f}) {
+        const bool ta = layout & 1, tb = layout & 2;
+        // op(a) (M,K) and op(b) (K,N), stored transposed where asked, rows padded by 3
+        const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 3, ldc = n + 3;
+        const auto a = random_floats(static_cast<size_t>((ta ? k : m) * lda), rng);
+        const auto b = random_floats(static_cast<size_t>((tb ? n : k) * ldb), rng);
+        auto c0 = random_floats(static_cast<size_t>(m * ldc), rng);
+        if (beta == 0.0f)  // never read: a NaN there must not reach the product
+          for (int64_t i = 0; i < m; ++i) c0[i * ldc] = std::numeric_limits<float>::quiet_NaN();
+        const float alpha = 0.75f;
+        for (const cpu::Kernels* kern : runnable()) {
+          auto c = c0;
+          std::vector<float> bt(static_cast<size_t>(loops::small_gemm_bt_floats(n, k)));
+          kern->small_gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(),
+                           ldc, bt.data());
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+              double dot = 0;
+              for (int64_t p = 0; p < k; ++p)
+                dot += double(ta ? a[p * lda + i] : a[i * lda + p]) *
+                       (tb ? b[j * ldb + p] : b[p * ldb + j]);
+              const double want = alpha * dot + (beta == 0.0f ? 0.0 : beta * c0[i * ldc + j]);
+              INFO(cpu::capability_name(kern->capability)
+                   << " " << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb << " beta "
+                   << beta << " at " << i << "," << j);
+              REQUIRE(std::abs(c[i * ldc + j] - want) <= 1e-6 * (1 + double(k)));
+            }
+            for (int64_t j = n; j < ldc; ++j)  // the padding between rows is left alone
+              REQUIRE(std::memcmp(&c[i * ldc + j], &c0[i * ldc + j], sizeof(float)) == 0);
+          }
+        }
+      }
+}
+
 namespace {
 
 using testing::ulps;
