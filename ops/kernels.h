@@ -53,6 +53,21 @@ using loops::exp;
 using loops::sigmoid;
 using loops::tanh;
 
+// sum_i term(i) for i < n over kLanes independent lanes of Acc, which vectorise where one running
+// sum is a chain of dependent adds; the lanes are added in order, then the last n % kLanes terms,
+// so the result is deterministic.
+template <class Acc, int kLanes, class Term>
+Acc lane_sum(int64_t n, Term term) {
+  Acc lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int u = 0; u < kLanes; ++u) lane[u] += term(i + u);
+  Acc sum = 0;
+  for (int u = 0; u < kLanes; ++u) sum += lane[u];
+  for (; i < n; ++i) sum += term(i);
+  return sum;
+}
+
 // A row's maximum and softmax normaliser (core/vector_loops.h): in float through the kernels of
 // the CPU in use (core/cpu_kernels.h), in double directly.
 template <class T>

@@ -42,15 +42,8 @@ void check_cross_entropy(const Shape& s, std::span<const int32_t> targets, int32
 // and a float row of 30,000 classes keeps its digits); every term is >= 0, so nothing cancels.
 template <class T>
 double gap_sum(const T* __restrict x, int64_t n, T m) {
-  constexpr int kLanes = 64 / sizeof(T);
-  double lane[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int u = 0; u < kLanes; ++u) lane[u] += static_cast<double>(m - x[i + u]);
-  double sum = 0;
-  for (int u = 0; u < kLanes; ++u) sum += lane[u];
-  for (; i < n; ++i) sum += static_cast<double>(m - x[i]);
-  return sum;
+  return detail::lane_sum<double, 64 / sizeof(T)>(
+      n, [&](int64_t i) { return static_cast<double>(m - x[i]); });
 }
 
 }  // namespace

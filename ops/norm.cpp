@@ -10,20 +10,9 @@
 namespace tapestry::ops {
 
 namespace {
-// sum_j term(j) for j < n over 16 independent lanes, added in a fixed order: they vectorise,
-// where one running sum is a chain of dependent adds (a row of 64 took 256 cycles a pass).
-template <class T, class Term>
-T lane_sum(int64_t n, Term term) {
-  constexpr int kLanes = 16;
-  T acc[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int u = 0; u < kLanes; ++u) acc[u] += term(j + u);
-  T sum = 0;
-  for (int u = 0; u < kLanes; ++u) sum += acc[u];
-  for (; j < n; ++j) sum += term(j);
-  return sum;
-}
+// A row's sums run over this many lanes (a row of 64 in one chain of dependent adds took 256
+// cycles a pass).
+constexpr int kRowLanes = 16;
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -51,10 +40,11 @@ void layer_norm_backward(Tape& tape, const Node& n) {
       const T mu = ps[2 * i], r = ps[2 * i + 1];
       const T* xi = px + i * d;
       const T* gi = dy + i * d;
-      const T mean_g = lane_sum<T>(d, [&](int64_t j) { return gi[j] * pg[j]; }) / static_cast<T>(d);
-      const T mean_gxh =
-          lane_sum<T>(d, [&](int64_t j) { return gi[j] * pg[j] * ((xi[j] - mu) * r); }) /
-          static_cast<T>(d);
+      const T mean_g = detail::lane_sum<T, kRowLanes>(d, [&](int64_t j) { return gi[j] * pg[j]; }) /
+                       static_cast<T>(d);
+      const T mean_gxh = detail::lane_sum<T, kRowLanes>(
+                             d, [&](int64_t j) { return gi[j] * pg[j] * ((xi[j] - mu) * r); }) /
+                         static_cast<T>(d);
       if (pdg)
         for (int64_t j = 0; j < d; ++j) pdg[j] += gi[j] * ((xi[j] - mu) * r);
       if (pdb)
@@ -93,9 +83,11 @@ Var layer_norm(const Var& x, const Var& gamma, const Var& beta, double eps) {
     T* ps = stats.data<T>();
     for (int64_t i = 0; i < rows; ++i) {
       const T* xi = px + i * d;
-      const T mu = lane_sum<T>(d, [&](int64_t j) { return xi[j]; }) / static_cast<T>(d);
+      const T mu =
+          detail::lane_sum<T, kRowLanes>(d, [&](int64_t j) { return xi[j]; }) / static_cast<T>(d);
       // two passes: sum (x - mu)^2 keeps its digits where E[x^2] - mu^2 would not
-      const T var = lane_sum<T>(d, [&](int64_t j) { return (xi[j] - mu) * (xi[j] - mu); }) /
+      const T var = detail::lane_sum<T, kRowLanes>(
+                        d, [&](int64_t j) { return (xi[j] - mu) * (xi[j] - mu); }) /
                     static_cast<T>(d);
       const T r = T(1) / std::sqrt(var + static_cast<T>(eps));
       ps[2 * i] = mu;
