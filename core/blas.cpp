@@ -99,8 +99,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   }
   if (k > 0 && n <= loops::kSmallGemmCols && m * n * k <= kSmallGemm &&
       cpu::kernels().capability != cpu::Capability::portable) {
-    float* bt = scratch_buffer<float, struct SmallGemmB>(
-        static_cast<size_t>(loops::small_gemm_bt_floats(n, k)));
+    float* bt = scratch_buffer<float, struct SmallGemmB>(static_cast<size_t>(k * n));
     return cpu::kernels().small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bt);
   }
   // A few rows against a weight matrix, (M,K) x (N,K)^T with M <= 32: OpenBLAS runs the

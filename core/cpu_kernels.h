@@ -52,8 +52,7 @@ struct Kernels {
   void (*gemv_rows)(int64_t n, int64_t k, float alpha, const float* w, int64_t ldw, const float* x,
                     float* c, int64_t ldc);
   // c (M,N) = alpha op(a) op(b) + beta c for small products, N <= loops::kSmallGemmCols, bt room
-  // for loops::small_gemm_bt_floats(n, k) floats (loops::small_gemm). Each element's sum runs
-  // over k in order.
+  // for K x N floats (loops::small_gemm). Each element's sum runs over k in order.
   void (*small_gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                      float* bt);

@@ -87,11 +87,8 @@ TAPESTRY_LOOP T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
 // c (M,N) = alpha op(a) op(b) + beta c for a product too small for BLAS to pay its call (an
 // attention head's scores, 10 x 10 x 16): each element one sum over k in order; beta = 0 never
 // reads c. The reference the vector kernels of core/cpu_kernels_body.inc are tested against; they
-// copy a transposed b into small_gemm_bt_floats(n, k) floats of room.
+// copy a transposed b into K x N floats of room.
 inline constexpr int64_t kSmallGemmCols = 64;
-inline int64_t small_gemm_bt_floats(int64_t n, int64_t k) {
-  return k * n;
-}
 template <class T>
 TAPESTRY_LOOP void small_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha,
                               const T* __restrict a, int64_t lda, const T* __restrict b,

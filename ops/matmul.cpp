@@ -87,10 +87,12 @@ bool defer_worth_it(int64_t rows, int64_t p, int64_t q, DType dtype) {
 // be that copy.
 const Tensor& pack_weight(const char* op, const char* name, const Tensor& b, PackSource source,
                           bool fits, int64_t n, int64_t k) {
-  if (!source.weight && source.row0 != 0)
-    throw ShapeError(fmt::format("{}: rows {}.. of {} {} name no weight", op, source.row0, name,
-                                 b.shape().str()));
-  if (!source.weight) return b;
+  if (!source.weight) {
+    if (source.row0 != 0)
+      throw ShapeError(fmt::format("{}: rows {}.. of {} {} name no weight", op, source.row0, name,
+                                   b.shape().str()));
+    return b;
+  }
   const Tensor& weight = *source.weight;
   if (weight.dtype() != b.dtype())
     throw DTypeError(fmt::format("{}: {} {} {} is not a copy of the weight {} {} it names", op,

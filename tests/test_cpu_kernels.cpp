@@ -241,7 +241,7 @@ TEST_CASE("every capability's small product matches a plain loop in double, in a
         const float alpha = 0.75f;
         for (const cpu::Kernels* kern : runnable()) {
           auto c = c0;
-          std::vector<float> bt(static_cast<size_t>(loops::small_gemm_bt_floats(n, k)));
+          std::vector<float> bt(static_cast<size_t>(k * n));
           kern->small_gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(),
                            ldc, bt.data());
           for (int64_t i = 0; i < m; ++i) {
