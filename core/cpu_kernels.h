@@ -56,6 +56,15 @@ struct Kernels {
   void (*small_gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                      float* bt);
+  // c (M,N) = (a (M,K) W^T + beta c) + bias for W (N,K) row-major read in place (row stride
+  // ldw), with 1 <= M <= few_rows_max and K <= kProductDepth; bias (N) may be null; beta = 0
+  // never reads c. Each element has the bits panels_product gives it, so a weight read once needs
+  // no pack. Null where the capability has no such kernel (AVX2); the portable set's is the plain
+  // reference.
+  void (*few_rows_product)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                           const float* w, int64_t ldw, float beta, const float* bias, float* c,
+                           int64_t ldc);
+  int64_t few_rows_max;
 
   // The elementwise loops of core/vector_loops.h in float, each as described there. Their sums
   // and fused multiply-adds differ between capabilities in the last bits.

@@ -26,8 +26,9 @@ struct GemmProfile {
               [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
     double total = 0;
     for (auto& r : rows) total += r.second.seconds;
-    fmt::print(stderr, "gemm profile: {:.3f} s in {} shapes (P: a packed weight)\n", total,
-               rows.size());
+    fmt::print(stderr,
+               "gemm profile: {:.3f} s in {} shapes (P: a packed weight, W: one read in place)\n",
+               total, rows.size());
     fmt::print(stderr, "{:>3} {:>3} {:>7} {:>7} {:>7} {:>9} {:>10} {:>9} {:>6}\n", "a", "b", "m",
                "n", "k", "calls", "ms", "GFLOP/s", "share");
     for (size_t i = 0; i < rows.size() && i < 40; ++i) {

@@ -118,37 +118,65 @@ void gemm_packed_rows(int64_t m, int64_t k, const float* a, int64_t lda, const P
 // ---------------------------------------------------------------------------------------------
 // WeightPacks
 
-const PackedMatrix& WeightPacks::get(const Tensor& w, PackView view) {
+WeightPacks::Entry& WeightPacks::entry(const Tensor& w, PackView& view) {
   const void* key = w.data<float>();
   if (view.cols < 0 && w.ndim() == 2) view.cols = w.dim(1) - view.col0;  // one key for "to the end"
   auto same = [&](const PackView& v) {
     return v.col0 == view.col0 && v.cols == view.cols && v.transposed == view.transposed;
   };
-  Entry* entry = nullptr;
-  {
-    std::lock_guard lock(mu_);
-    for (auto& e : entries_)
-      if (e->key == key && e->shape == w.shape() && same(e->view)) {
-        entry = e.get();
-        break;
-      }
-    if (!entry) {
-      entries_.push_back(std::make_unique<Entry>());
-      entry = entries_.back().get();
-      entry->key = key;
-      entry->shape = w.shape();
-      entry->view = view;
-    }
+  std::lock_guard lock(mu_);
+  for (auto& e : entries_)
+    if (e->key == key && e->shape == w.shape() && same(e->view)) return *e;
+  entries_.push_back(std::make_unique<Entry>());
+  Entry& e = *entries_.back();
+  e.key = key;
+  e.shape = w.shape();
+  e.view = view;
+  return e;
+}
+
+bool WeightPacks::count_read(Entry& e, uint64_t generation, int64_t rows) {
+  if (e.read_generation != generation) {
+    e.rows_read_before = e.rows_read;
+    e.rows_read = 0;
+    e.read_generation = generation;
   }
+  e.rows_read += rows;
+  return e.generation == generation;
+}
+
+namespace {
+// W's rows: w's own, or its columns' for a transposed view.
+int64_t view_rows(const Tensor& w, const PackView& view) {
+  return view.transposed ? view.cols : w.dim(0);
+}
+}  // namespace
+
+const PackedMatrix& WeightPacks::get(const Tensor& w, PackView view) {
+  Entry& e = entry(w, view);
   // Packing happens under the entry's own lock: another thread wanting the same pack waits for
   // it, one wanting another pack does not.
-  std::lock_guard lock(entry->mu);
+  std::lock_guard lock(e.mu);
   const uint64_t generation = generation_.load();
-  if (entry->generation != generation) {
-    entry->pack.pack(w, view);
-    entry->generation = generation;
+  if (!count_read(e, generation, view_rows(w, view))) {
+    e.pack.pack(w, view);
+    e.generation = generation;
   }
-  return entry->pack;
+  return e.pack;
+}
+
+const PackedMatrix* WeightPacks::get_unless_read_once(const Tensor& w, PackView view,
+                                                      int64_t rows) {
+  Entry& e = entry(w, view);
+  std::lock_guard lock(e.mu);
+  const uint64_t generation = generation_.load();
+  if (!count_read(e, generation, rows)) {
+    const int64_t n = view_rows(w, view);
+    if (e.rows_read <= n && e.rows_read_before > 0 && e.rows_read_before <= n) return nullptr;
+    e.pack.pack(w, view);
+    e.generation = generation;
+  }
+  return &e.pack;
 }
 
 uint64_t WeightPacks::next_generation() {

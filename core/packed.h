@@ -77,6 +77,12 @@ class WeightPacks {
   // The pack of the view's W of w (float32), made now if it is missing or out of date; each
   // view of w has its own pack. Thread-safe.
   const PackedMatrix& get(const Tensor& w, PackView view = {});
+  // The same pack, or null where making it would likely serve one read: it is not made yet for
+  // these weights, and in the generation before, its products read each row of W once in all
+  // (`rows` of them here: a block's, or all N). The caller then multiplies w in place (a
+  // Transformer's layer weights in a training step; a weight read at every time step keeps its
+  // pack). Reads through get() count as reading all of W.
+  const PackedMatrix* get_unless_read_once(const Tensor& w, PackView view, int64_t rows);
   // Every pack is out of date (the weights have changed); their memory is kept for the repacking.
   // Call it between uses only: never while another thread is in get() or reads a pack.
   void invalidate();
@@ -91,12 +97,18 @@ class WeightPacks {
     const void* key = nullptr;
     Shape shape;
     PackView view;
-    uint64_t generation = 0;
+    uint64_t generation = 0;  // of the weights the pack was made from
+    // Rows of W read in the generation read_generation, and in the one before that read any.
+    uint64_t read_generation = 0;
+    int64_t rows_read = 0, rows_read_before = 0;
     std::mutex mu;
     PackedMatrix pack;
   };
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_;
+  Entry& entry(const Tensor& w, PackView& view);
+  // Counts a read of `rows` rows of e's W in the current generation; true if the pack is made.
+  static bool count_read(Entry& e, uint64_t generation, int64_t rows);
   static uint64_t next_generation();  // unique across every cache
   std::atomic<uint64_t> generation_{next_generation()};
 };

@@ -36,25 +36,27 @@ TEST_CASE("gemm matches a plain loop for every transpose and matrix-vector shape
   };
   // One row or one column, small (the hand kernel, with row and length tails) and large
   // (OpenBLAS's sgemv); a few rows against a wide matrix (computed transposed when b is
-  // transposed); full products.
-  const Size sizes[] = {{1, 7, 13},     {1, 192, 64},  {1, 4, 8},      {9, 1, 21},   {64, 1, 64},
-                        {1, 700, 300},  {600, 1, 300}, {5, 6, 7},      {1, 1, 1},    {3, 1, 1},
-                        {16, 384, 128}, {3, 70, 33},   {32, 2048, 40}, {33, 100, 50}};
+  // transposed, or by the few-rows kernel at alpha 1, up to 512 deep); full products.
+  const Size sizes[] = {{1, 7, 13},     {1, 192, 64},  {1, 4, 8},      {9, 1, 21},    {64, 1, 64},
+                        {1, 700, 300},  {600, 1, 300}, {5, 6, 7},      {1, 1, 1},     {3, 1, 1},
+                        {16, 384, 128}, {3, 70, 33},   {32, 2048, 40}, {33, 100, 50}, {10, 10, 16},
+                        {12, 200, 64},  {2, 17, 512},  {4, 9, 513}};
   for (const Size& sz : sizes)
     for (bool ta : {false, true})
       for (bool tb : {false, true})
-        for (double beta : {0.0, 1.0}) {
-          std::vector<float> a(sz.m * sz.k), b(sz.k * sz.n), c(sz.m * sz.n);
-          for (auto& v : a) v = static_cast<float>(rng.uniform(-1, 1));
-          for (auto& v : b) v = static_cast<float>(rng.uniform(-1, 1));
-          for (auto& v : c) v = static_cast<float>(rng.uniform(-1, 1));
-          const auto want = reference(ta, tb, sz.m, sz.n, sz.k, 0.5, a, b, beta, c);
-          blas::gemm(ta, tb, sz.m, sz.n, sz.k, 0.5f, a.data(), ta ? sz.m : sz.k, b.data(),
-                     tb ? sz.k : sz.n, static_cast<float>(beta), c.data(), sz.n);
-          for (size_t i = 0; i < c.size(); ++i) {
-            INFO("m " << sz.m << " n " << sz.n << " k " << sz.k << " ta " << ta << " tb " << tb
-                      << " beta " << beta << " at " << i);
-            REQUIRE(std::abs(c[i] - want[i]) <= 1e-5 * (1 + std::sqrt(double(sz.k))));
+        for (double beta : {0.0, 1.0})
+          for (double alpha : {0.5, 1.0}) {
+            std::vector<float> a(sz.m * sz.k), b(sz.k * sz.n), c(sz.m * sz.n);
+            for (auto& v : a) v = static_cast<float>(rng.uniform(-1, 1));
+            for (auto& v : b) v = static_cast<float>(rng.uniform(-1, 1));
+            for (auto& v : c) v = static_cast<float>(rng.uniform(-1, 1));
+            const auto want = reference(ta, tb, sz.m, sz.n, sz.k, alpha, a, b, beta, c);
+            blas::gemm(ta, tb, sz.m, sz.n, sz.k, float(alpha), a.data(), ta ? sz.m : sz.k, b.data(),
+                       tb ? sz.k : sz.n, static_cast<float>(beta), c.data(), sz.n);
+            for (size_t i = 0; i < c.size(); ++i) {
+              INFO("m " << sz.m << " n " << sz.n << " k " << sz.k << " ta " << ta << " tb " << tb
+                        << " alpha " << alpha << " beta " << beta << " at " << i);
+              REQUIRE(std::abs(c[i] - want[i]) <= 1e-5 * (1 + std::sqrt(double(sz.k))));
+            }
           }
-        }
 }

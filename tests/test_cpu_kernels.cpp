@@ -195,6 +195,71 @@ TEST_CASE("every capability's packed product matches a plain loop in double, to 
       }
 }
 
+TEST_CASE("the few-rows product in place gives the packed product's bits", "[cpu_kernels]") {
+  Rng rng(31);
+  struct Size {
+    int64_t m, n, k;
+  };
+  // Rows from 2 to the most a kernel takes; columns: whole groups of 16, tails, fewer than 16;
+  // depth: one, fewer than 8 (only the gathered tail), a tail after whole steps of 8, one block
+  // of 512.
+  const Size sizes[] = {{2, 16, 8},    {3, 5, 1},    {4, 17, 7},   {5, 64, 64},   {6, 70, 13},
+                        {7, 33, 40},   {8, 192, 64}, {9, 31, 100}, {10, 128, 64}, {10, 64, 128},
+                        {11, 48, 512}, {12, 20, 9},  {12, 1, 16}};
+  const auto all = runnable();
+  bool any = false;
+  for (const cpu::Kernels* kern : all) {
+    if (!kern->few_rows_product) continue;
+    any = true;
+    const auto name = cpu::capability_name(kern->capability);
+    REQUIRE(kern->few_rows_max >= 10);  // the `tiny` Transformer's rows
+    for (const Size& sz : sizes) {
+      if (sz.m > kern->few_rows_max) continue;
+      for (float beta : {0.0f, 1.0f, 0.5f})
+        for (bool with_bias : {false, true}) {
+          // Row strides wider than the rows, as for a block of a weight's columns.
+          const int64_t lda = sz.k + 3, ldw = sz.k + 2, ldc = sz.n + 5;
+          const auto w = random_floats(static_cast<size_t>(sz.n * ldw), rng);
+          const auto a = random_floats(static_cast<size_t>(sz.m * lda), rng);
+          const auto bias = random_floats(static_cast<size_t>(sz.n), rng);
+          // At beta 0, c is never read: a NaN there must not reach the product.
+          auto c0 = random_floats(static_cast<size_t>(sz.m * ldc), rng);
+          for (int64_t i = 0; i < sz.m; ++i)
+            for (int64_t j = 0; j < ldc; ++j)
+              if (beta == 0.0f || j >= sz.n)
+                c0[i * ldc + j] = std::numeric_limits<float>::quiet_NaN();
+          auto c = c0, packed_c = c0;
+          const float* b = with_bias ? bias.data() : nullptr;
+          kern->few_rows_product(sz.m, sz.n, sz.k, a.data(), lda, w.data(), ldw, beta, b, c.data(),
+                                 ldc);
+          // The same product through the pack, in the capability that runs it for real.
+          std::vector<float> dense(static_cast<size_t>(sz.n * sz.k));
+          for (int64_t j = 0; j < sz.n; ++j)
+            std::copy_n(w.begin() + j * ldw, sz.k, dense.begin() + j * sz.k);
+          Packed packed(*kern, dense, sz.n, sz.k);
+          std::vector<float> a_pack(static_cast<size_t>(cpu::product_pack_floats(sz.m, sz.k)) + 16);
+          kern->panels_product(sz.m, sz.n, sz.k, a.data(), lda, packed.data, 0, (sz.n + 15) / 16,
+                               beta, b, packed_c.data(), ldc, a_pack.data());
+          for (int64_t i = 0; i < sz.m; ++i) {
+            for (int64_t j = 0; j < sz.n; ++j) {
+              double want =
+                  (with_bias ? bias[j] : 0.0) + (beta == 0.0f ? 0.0 : beta * c0[i * ldc + j]);
+              for (int64_t p = 0; p < sz.k; ++p)
+                want += double(a[i * lda + p]) * double(w[j * ldw + p]);
+              INFO(name << " m " << sz.m << " n " << sz.n << " k " << sz.k << " beta " << beta
+                        << " bias " << with_bias << " at (" << i << "," << j << ")");
+              REQUIRE(std::abs(c[i * ldc + j] - want) <= 1e-5 * (1 + std::sqrt(double(sz.k))));
+              REQUIRE(std::memcmp(&c[i * ldc + j], &packed_c[i * ldc + j], sizeof(float)) == 0);
+            }
+            for (int64_t j = sz.n; j < ldc; ++j)  // the padding between rows is left alone
+              REQUIRE(std::isnan(c[i * ldc + j]));
+          }
+        }
+    }
+  }
+  REQUIRE(any);  // the portable set's plain reference at least
+}
+
 TEST_CASE("every capability's matrix-vector kernel matches a plain loop in double",
           "[cpu_kernels]") {
   Rng rng(9);

@@ -194,6 +194,41 @@ TEST_CASE("weight packs are made once, shared by threads, and remade after inval
   REQUIRE(packs.size() == 2);
 }
 
+TEST_CASE("a weight whose rows were read once since it last changed is not packed again",
+          "[packed]") {
+  Rng rng(4);
+  Tensor w = random_matrix(32, 8, rng), other = random_matrix(16, 8, rng);
+  WeightPacks packs;
+  // No history: packed.
+  REQUIRE(packs.get_unless_read_once(w, {}, 32) != nullptr);
+  packs.invalidate();
+  // Read once (all 32 rows) last time: multiplied in place this time, and counted again.
+  REQUIRE(packs.get_unless_read_once(w, {}, 32) == nullptr);
+  // Two blocks of its rows (16 + 16) are one read of each row.
+  packs.invalidate();
+  REQUIRE(packs.get_unless_read_once(w, {}, 16) == nullptr);
+  REQUIRE(packs.get_unless_read_once(w, {}, 16) == nullptr);
+  // A third block this generation reads rows twice: the pack is made, and stays for the rest.
+  const PackedMatrix* made = packs.get_unless_read_once(w, {}, 16);
+  REQUIRE(made != nullptr);
+  REQUIRE(packs.get_unless_read_once(w, {}, 16) == made);
+  // 48 rows read last generation: packed from the first read.
+  packs.invalidate();
+  REQUIRE(packs.get_unless_read_once(w, {}, 32) == made);
+  // get() counts as a read of all rows, and a weight read at every step stays packed.
+  REQUIRE(&packs.get(other) != nullptr);
+  REQUIRE(&packs.get(other) != nullptr);
+  packs.invalidate();
+  REQUIRE(packs.get_unless_read_once(other, {}, 16) != nullptr);
+  // A pack made after the weights changed holds their new values.
+  w.data<float>()[0] = 7.0f;
+  packs.invalidate();
+  REQUIRE(packs.get_unless_read_once(w, {}, 32) == nullptr);          // read once last generation
+  const PackedMatrix* again = packs.get_unless_read_once(w, {}, 32);  // and twice in this one
+  REQUIRE(again != nullptr);
+  REQUIRE(again->panel(0)[0] == 7.0f);
+}
+
 TEST_CASE("a cache's generation is one no cache has had, and invalidate gives a new one",
           "[packed]") {
   // What is derived from the weights beside the packs (the raw decoder's tables) is kept while
