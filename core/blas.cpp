@@ -29,18 +29,6 @@ auto small_gemv(int64_t madds) {
   return madds <= kSmallGemv && k.capability != cpu::Capability::portable ? k.gemv_rows : nullptr;
 }
 
-// The kernels' few_rows_product, for c = a b^T (alpha 1) of m rows and depth k where it applies and
-// the kernels are vectorised, else null: it transposes b in registers as it goes, where small_gemm
-// copies b^T first (an attention head's scores q k^T, 10 x 10 x 16: half small_gemm's time) and
-// OpenBLAS's transposed products of 10 rows ran at 40 GFLOP/s.
-auto few_rows_kernel(int64_t m, int64_t k) {
-  const cpu::Kernels& kern = cpu::kernels();
-  return m >= 2 && m <= kern.few_rows_max && k > 0 && k <= cpu::kProductDepth &&
-                 kern.capability != cpu::Capability::portable
-             ? kern.few_rows_product
-             : nullptr;
-}
-
 // Products of at most this many multiply-adds (and at most loops::kSmallGemmCols columns) run in
 // the kernels' small_gemm: an attention head's 10 x 10 x 16 scores took OpenBLAS 0.25 us, mostly
 // its call and packing.
@@ -109,7 +97,10 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
                   (blasint)b_step, beta, c, (blasint)ldc);
     return;
   }
-  if (auto few_rows = !ta && tb && alpha == 1.0f ? few_rows_kernel(m, k) : nullptr)
+  // A few rows against b^T at alpha 1 (an attention head's scores q k^T): the few-rows kernel
+  // transposes b in registers as it goes, where small_gemm copies b^T first (10 x 10 x 16: half
+  // small_gemm's time) and OpenBLAS's transposed products of 10 rows ran at 40 GFLOP/s.
+  if (auto few_rows = !ta && tb && alpha == 1.0f ? cpu::few_rows_kernel(m, k) : nullptr)
     return few_rows(m, n, k, a, lda, b, ldb, beta, nullptr, c, ldc);
   if (k > 0 && n <= loops::kSmallGemmCols && m * n * k <= kSmallGemm &&
       cpu::kernels().capability != cpu::Capability::portable) {

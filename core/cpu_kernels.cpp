@@ -124,4 +124,12 @@ const Kernels& kernels() {
   return chosen;
 }
 
+decltype(Kernels::few_rows_product) few_rows_kernel(int64_t m, int64_t k) {
+  const Kernels& kern = kernels();
+  return m >= 2 && m <= kern.few_rows_max && k > 0 && k <= kProductDepth &&
+                 kern.capability != Capability::portable
+             ? kern.few_rows_product
+             : nullptr;
+}
+
 }  // namespace tapestry::cpu

@@ -101,6 +101,11 @@ bool splits_512_bit_vectors();
 // those, or one this CPU cannot run, throws ValueError naming the variable and the value.
 const Kernels& kernels();
 
+// The kernels in use's few_rows_product where it takes c = a W^T of m rows and depth k (2 <= m <=
+// few_rows_max, 0 < k <= kProductDepth; one row has kernels of its own) and the kernels are
+// vectorised; null elsewhere (the portable set's is the reference, not a fast path).
+decltype(Kernels::few_rows_product) few_rows_kernel(int64_t m, int64_t k);
+
 // The capability TAPESTRY_KERNELS's value `name` asks for; throws ValueError for any other
 // name, or for one this CPU cannot run.
 Capability parse_capability(std::string_view name);

@@ -308,26 +308,24 @@ Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs, PackSou
   // row's result is then the same bits alone as in a batch.
   // A block of the weight's rows (whole panels only) reads the whole weight's pack.
   const bool all_rows = source.row0 == 0 && out == weight.dim(0);
-  bool packed = packs && packed_kernel_available() && x.dtype() == DType::f32 && rows >= 1 &&
-                whole_panels(source.row0, out, weight.dim(0));
-  // A few rows (2 or more: one row has its own kernel) against a weight read once since it last
-  // changed are multiplied by it in place, with the bits its pack would give (a Transformer's
-  // layers in a training step: `tiny`'s 10 rows).
-  const cpu::Kernels& kernels = cpu::kernels();
-  const bool few_rows = packed && rows >= 2 && rows <= kernels.few_rows_max &&
-                        k <= cpu::kProductDepth && kernels.few_rows_product;
+  const bool packed = packs && packed_kernel_available() && x.dtype() == DType::f32 && rows >= 1 &&
+                      whole_panels(source.row0, out, weight.dim(0));
+  // A few rows against a weight read once since it last changed are multiplied by it in place,
+  // with the bits its pack would give (a Transformer's layers in a training step: `tiny`'s 10
+  // rows).
+  const auto few_rows = packed ? cpu::few_rows_kernel(rows, k) : nullptr;
   const PackedMatrix* pack = nullptr;
   if (few_rows)
     pack = packs->get_unless_read_once(weight, {source.col0, k, false}, out);
   else if (packed)
     pack = &packs->get(weight, {source.col0, k, false});
+  const bool in_place = few_rows && !pack;
   const float* bias_data = bias && packed ? b.value().data<float>() : nullptr;
-  if (packed && !pack) {
+  if (in_place) {
     blas::GemmTimer timer('N', 'W', rows, out, k);
-    kernels.few_rows_product(rows, out, k, x.value().data<float>(), k,
-                             weight.data<float>() + source.row0 * weight.dim(1) + source.col0,
-                             weight.dim(1), 0.0f, bias_data, y.data<float>(), out);
-    packed = false;  // backward multiplies dx = dy W through BLAS
+    few_rows(rows, out, k, x.value().data<float>(), k,
+             weight.data<float>() + source.row0 * weight.dim(1) + source.col0, weight.dim(1), 0.0f,
+             bias_data, y.data<float>(), out);
   } else if (packed) {
     gemm_packed_rows(rows, k, x.value().data<float>(), k, *pack, source.row0, out, 0.0f,
                      y.data<float>(), out, bias_data);
@@ -345,8 +343,9 @@ Var affine(const Var& x, const Var& w, const Var& b, WeightPacks* packs, PackSou
   }
   Tape* tape = recording_tape({&x, &w, &b});
   if (!tape) return Var(std::move(y));
-  // Backward reads the pack of W^T only for all of W's rows (a block's dx goes through BLAS).
-  const bool transposed_pack = packed && all_rows;
+  // Backward reads the pack of W^T only for all of W's rows (a block's dx, and dx of a weight
+  // multiplied in place, go through BLAS).
+  const bool transposed_pack = packed && !in_place && all_rows;
   if (transposed_pack) tape->count_pack_read(weight.data<float>(), source.col0);
   const int32_t id = tape->record(kAffine, std::move(y), {&x, &w, &b});
   tape->save(id, x.value());
