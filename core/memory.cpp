@@ -2,7 +2,9 @@
 // keeps its own free lists, so a steady step allocates and frees without a lock; a shared list
 // behind them takes a thread's blocks when it exits, the blocks a thread frees that another took
 // out, and serves every thread's misses. A class no step has asked for lately goes back to the
-// system at the next miss, so batches of ever-changing shapes do not fill every size class.
+// system at the next miss, so batches of ever-changing shapes do not fill every size class. A
+// thread's own lists age by the steps that thread marks: the shards of a training step clear their
+// tapes at their own pace, and what a miss lets go must not depend on how far the others are.
 #include "tapestry/core/memory.h"
 
 #include <algorithm>
@@ -22,7 +24,8 @@ constexpr int kClasses = 4 * 48;
 // A request its own class cannot serve may take a block of one of the next classes (under twice
 // its size): a batch a little shorter than the last reuses the last one's blocks.
 constexpr int kLargerClasses = 3;
-// A class no request has asked for in this many steps is let go at the next miss.
+// A class no request has asked for in this many steps is let go at the next miss (the shared
+// lists: this many steps of every live thread).
 constexpr uint64_t kIdleSteps = 2;
 
 // Block sizes grow by quarter powers of two: 64, 80, 96, 112, 128, 160, ... so at most 25% is
@@ -47,7 +50,9 @@ void destroy(Storage* s) {
   delete s;
 }
 
-// Steps ended so far (mark_memory_step), the clock of the classes' last use.
+// Steps ended so far (mark_memory_step): by this thread, the clock of its own lists; by every
+// thread, the clock of the shared lists.
+thread_local uint64_t t_steps = 0;
 std::atomic<uint64_t> g_steps{0};
 
 // One free list per size class and the step each class was last asked for in.
@@ -56,9 +61,8 @@ struct FreeLists {
   uint64_t last_use[kClasses] = {};
   uint64_t trimmed_at = 0;  // the step of the last trim
 
-  // A block of class c or of one of the next kLargerClasses, or null.
-  Storage* take(int c) {
-    const uint64_t now = g_steps.load(std::memory_order_relaxed);
+  // A block of class c or of one of the next kLargerClasses, or null; `now` is the lists' clock.
+  Storage* take(int c, uint64_t now) {
     last_use[c] = now;
     for (int from = c; from < std::min(c + 1 + kLargerClasses, kClasses); ++from) {
       if (lists[from].empty()) continue;
@@ -69,15 +73,14 @@ struct FreeLists {
     }
     return nullptr;
   }
-  // Frees the blocks of every class not asked for in the last kIdleSteps steps (at most once a
+  // Frees the blocks of every class not asked for in the last `idle` steps (at most once a
   // step); returns the bytes freed.
-  int64_t trim_idle() {
-    const uint64_t now = g_steps.load(std::memory_order_relaxed);
-    if (trimmed_at == now || now <= kIdleSteps) return 0;
+  int64_t trim_idle(uint64_t now, uint64_t idle) {
+    if (trimmed_at == now || now <= idle) return 0;
     trimmed_at = now;
     int64_t freed = 0;
     for (int c = 0; c < kClasses; ++c)
-      if (last_use[c] + kIdleSteps < now) freed += drop(lists[c]);
+      if (last_use[c] + idle < now) freed += drop(lists[c]);
     return freed;
   }
   int64_t drop_all() {
@@ -139,11 +142,13 @@ struct Local {
   ~Local() {
     Shared& sh = shared();
     std::lock_guard lock(sh.mu);
+    const uint64_t now = g_steps.load(std::memory_order_relaxed);
     for (int c = 0; c < kClasses; ++c) {
+      if (free.lists[c].empty()) continue;
       auto& to = sh.free.lists[c];
       to.insert(to.end(), free.lists[c].begin(), free.lists[c].end());
       free.lists[c].clear();
-      sh.free.last_use[c] = std::max(sh.free.last_use[c], free.last_use[c]);
+      sh.free.last_use[c] = now;  // its own clock does not run on: they age from here
     }
     bump(sh.ended.in_use, n.in_use.load());
     bump(sh.ended.cached, n.cached.load());
@@ -181,13 +186,16 @@ StorageRef allocate_storage(size_t bytes) {
   Storage* s = nullptr;
   int64_t trimmed = 0;
   if (c < kClasses) {
-    if (mine) s = mine->free.take(c);
+    if (mine) s = mine->free.take(c, t_steps);
     if (!s) {
-      if (mine) trimmed += mine->free.trim_idle();  // a miss: a good time to let old classes go
+      // A miss: a good time to let old classes go.
+      if (mine) trimmed += mine->free.trim_idle(t_steps, kIdleSteps);
       Shared& sh = shared();
       std::lock_guard lock(sh.mu);
-      s = sh.free.take(c);
-      if (!s) trimmed += sh.free.trim_idle();
+      const uint64_t now = g_steps.load(std::memory_order_relaxed);
+      s = sh.free.take(c, now);
+      if (!s)
+        trimmed += sh.free.trim_idle(now, kIdleSteps * std::max<size_t>(sh.threads.size(), 1));
     }
   }
   if (s) {
@@ -236,6 +244,7 @@ void StorageRef::release() {
 }
 
 void mark_memory_step() {
+  ++t_steps;
   g_steps.fetch_add(1, std::memory_order_relaxed);
 }
 

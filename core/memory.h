@@ -72,9 +72,10 @@ struct MemoryStats {
 };
 MemoryStats memory_stats();
 
-// Marks the end of a step (Tape::clear calls it). A size class no request has asked for in the
-// last two steps is returned to the system at the next miss: a steady step (the same shapes
-// every time) keeps all its blocks, while batches of changing lengths do not hoard every class.
+// Marks the end of the calling thread's step (Tape::clear calls it). A size class the thread has
+// not asked for in its last two steps is returned to the system at its next miss: a steady step
+// (the same shapes every time) keeps all its blocks, while batches of changing lengths do not
+// hoard every class. Other threads' steps do not age this thread's classes.
 void mark_memory_step();
 
 // Returns the calling thread's cached free blocks and the shared ones to the system (other

@@ -23,6 +23,16 @@
 namespace {
 auto& counting = tapestry::cli::heap_counter.counting;
 auto& allocations = tapestry::cli::heap_counter.allocations;
+
+// While it lives, each counted allocation prints its size and backtrace to standard error (as
+// TAPESTRY_HEAP_TRACE=1 does in tapestry bench): an allocation after warm-up is a failure, and
+// its log then names the caller, however rarely it happens.
+struct TraceAllocations {
+  TraceAllocations() { tapestry::cli::heap_counter.trace = true; }
+  ~TraceAllocations() { tapestry::cli::heap_counter.trace = false; }
+  TraceAllocations(const TraceAllocations&) = delete;
+  TraceAllocations& operator=(const TraceAllocations&) = delete;
+};
 }  // namespace
 
 using namespace tapestry;
@@ -99,6 +109,7 @@ TEST_CASE("a steady training step makes no heap allocation and reads no file", "
   counting = false;
   ::operator delete(probe);
   REQUIRE(allocations.load() == 1);
+  const TraceAllocations trace;
   const Batch batch = random_batch(3, 16);
   for (nn::AttentionKind kind : {nn::AttentionKind::bahdanau, nn::AttentionKind::general}) {
     for (nn::CellKind cell : {nn::CellKind::gru, nn::CellKind::lstm}) {
@@ -189,8 +200,7 @@ TEST_CASE("steady greedy decoding makes no heap allocation and reads no file", "
   return;
 #endif
   REQUIRE(tapestry::cli::heap_counter.installed);
-  // TAPESTRY_HEAP_TRACE=1 prints each counted allocation's backtrace, as in tapestry bench.
-  tapestry::cli::heap_counter.trace = std::getenv("TAPESTRY_HEAP_TRACE") != nullptr;
+  const TraceAllocations trace;
   // One sentence (one shard) and 16 (two shards, decoded in parallel), each in two batches.
   const std::vector<Batch> one = {random_batch(5, 1), random_batch(6, 1)};
   const std::vector<Batch> many = {random_batch(7, 16), random_batch(8, 16)};

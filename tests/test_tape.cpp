@@ -1,7 +1,9 @@
 // The tape: recording order, reverse accumulation, reuse, no-grad, regions, memory across steps.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "tapestry/core/memory.h"
@@ -227,6 +229,33 @@ TEST_CASE("a big block freed on another thread than the one that made it is reus
   set_parallel_threads(0);
   CHECK(after.system_allocations == before.system_allocations);
   CHECK(after.bytes_cached == before.bytes_cached);
+}
+
+TEST_CASE("a thread's size classes age by its own steps, not by other threads'", "[tape][memory]") {
+  // Each shard of a training step clears its own tape, so the cores mark steps at their own pace.
+  // A class one thread asks for once a step must stay however many steps another thread marks
+  // meanwhile: were they counted, which blocks a miss let go would depend on the timing of the
+  // cores (a steady step that allocated now and then).
+  std::vector<size_t> taken;  // blocks taken from the system by the once-a-step request
+  std::thread([&] {
+    for (int step = 0; step < 12; ++step) {
+      std::thread([] {
+        for (int i = 0; i < 10; ++i) mark_memory_step();  // another core's shard, far ahead
+      }).join();
+      // A miss (a new shape), at which the pool lets idle classes go, then the steady request.
+      Tensor fresh = Tensor::empty({(int64_t{1} << 16) + step * 4096}, DType::f32);
+      const size_t before = memory_stats().system_allocations;
+      { Tensor steady = Tensor::empty({1000}, DType::f32); }
+      taken.push_back(memory_stats().system_allocations - before);
+      mark_memory_step();  // this thread's step ends
+    }
+  }).join();
+  std::string seen;
+  for (size_t n : taken) seen += std::to_string(n) + " ";
+  INFO("blocks taken from the system for the steady request, step by step: " << seen);
+  REQUIRE(taken.size() == 12);
+  CHECK(taken[0] == 1);  // its first step
+  CHECK(std::count(taken.begin() + 1, taken.end(), size_t{0}) == 11);
 }
 
 TEST_CASE("batches of ever-changing shapes do not fill every size class", "[tape][memory]") {
