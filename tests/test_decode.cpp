@@ -182,11 +182,13 @@ TEST_CASE("a decoding step computes what the teacher-forced training step comput
   // Decoder::step without teacher inputs and without recording splits the first cell's input as
   // teacher forcing does, gx = (e W_head^T + b_ih) + r W_tail^T: fed the same tokens, the logits
   // are the same bits, through the weight packs as training and decoding read them, for a batch
-  // and for one sentence. (Without packs, TAPESTRY_KERNELS=portable, the products are OpenBLAS's,
-  // which may round a one-row product, decoding's, otherwise than the same row among the steps'
-  // rows, training's: only the batch is compared there.)
-  std::vector<Batch> batches{all_sources()};
-  if (packed_kernel_available()) batches.push_back(one_by_one()[2]);
+  // and for one sentence. Without packs (TAPESTRY_KERNELS=portable) the products are OpenBLAS's,
+  // whose kernels may round a row otherwise according to the rows beside it (its Zen kernels do,
+  // for a step's 5 rows against the same rows among all 4 steps' 20): there the logits are
+  // compared to float rounding (4e-6 of 1 + |logit|), which still catches a step computing
+  // something else.
+  const bool packs_read = packed_kernel_available();
+  std::vector<Batch> batches{all_sources(), one_by_one()[2]};
   const int64_t steps = 4;
   for (nn::CellKind cell : {nn::CellKind::gru, nn::CellKind::lstm})
     for (DecoderKind dec : {DecoderKind::bahdanau, DecoderKind::luong})
@@ -205,7 +207,7 @@ TEST_CASE("a decoding step computes what the teacher-forced training step comput
             tgt_in[i] = static_cast<int32_t>(1 + (i * 7) % 11);
           Tape tape;
           WeightPacks packs;
-          if (packed_kernel_available()) tape.set_weight_packs(&packs);
+          if (packs_read) tape.set_weight_packs(&packs);
           NoGrad no_grad(tape);
           const nn::AttentionMemory memory = model.encode(tape, batch);
           DecoderState taught = model.decoder().start(tape, memory.summary);
@@ -225,9 +227,16 @@ TEST_CASE("a decoding step computes what the teacher-forced training step comput
             const float* p = with.value().data<float>();
             const float* q = without.value().data<float>();
             int64_t differ = 0;
-            for (int64_t i = 0; i < with.numel(); ++i) differ += p[i] != q[i];
-            INFO("step " << t);
-            CHECK(differ == 0);
+            double worst = 0;  // the largest difference relative to 1 + |logit|
+            for (int64_t i = 0; i < with.numel(); ++i) {
+              differ += p[i] != q[i];
+              worst = std::max(worst, std::abs(double(p[i]) - q[i]) / (1 + std::abs(double(p[i]))));
+            }
+            INFO("step " << t << ": " << differ << " logits differ, by at most " << worst);
+            if (packs_read)
+              CHECK(differ == 0);
+            else
+              CHECK(worst <= 4e-6);  // seen: up to 4.7e-7, a few floats' rounding
           }
         }
 }
