@@ -107,6 +107,11 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
     float* bt = scratch_buffer<float, struct SmallGemmB>(static_cast<size_t>(k * n));
     return cpu::kernels().small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bt);
   }
+  // A short side (a few rows of c, or a short k) with b read in place: dx = dy W and
+  // dW += dy^T x for one sentence's positions (cpu::Kernels::short_side_max says where and why).
+  if (const int64_t short_side = cpu::kernels().short_side_max;
+      !tb && k > 0 && (m <= short_side || k <= short_side) && m * n * k <= cpu::kShortSideMadds)
+    return cpu::kernels().small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
   // A few rows against a weight matrix, (M,K) x (N,K)^T with M <= 32: OpenBLAS runs the
   // transposed product c^T = b a^T 10-20% faster (measured at M 16-32, N 128-1536, K 128-768,
   // the transpose into c included), since its kernels block the long side better.

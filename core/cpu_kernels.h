@@ -51,11 +51,17 @@ struct Kernels {
   // differs between capabilities (the width of the lanes).
   void (*gemv_rows)(int64_t n, int64_t k, float alpha, const float* w, int64_t ldw, const float* x,
                     float* c, int64_t ldc);
-  // c (M,N) = alpha op(a) op(b) + beta c for small products, N <= loops::kSmallGemmCols, bt room
-  // for K x N floats (loops::small_gemm). Each element's sum runs over k in order.
+  // c (M,N) = alpha op(a) op(b) + beta c for small products (loops::small_gemm); bt is room for
+  // K x N floats where tb, unused (may be null) where not. Each element's sum runs over k in
+  // order.
   void (*small_gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                      float* bt);
+  // The shortest side (rows of c, or k) up to which a product with b read in place (not
+  // transposed) of at most kShortSideMadds multiply-adds runs in small_gemm rather than
+  // OpenBLAS, whatever its other sides: dx = dy W and dW += dy^T x for the 10 positions of one
+  // sentence. 0: never (the sets where it was not measured faster).
+  int64_t short_side_max;
   // c (M,N) = (a (M,K) W^T + beta c) + bias for W (N,K) row-major read in place (row stride
   // ldw), with 1 <= M <= few_rows_max and K <= kProductDepth; bias (N) may be null; beta = 0
   // never reads c. Each element has the bits panels_product gives it, so a weight read once needs
@@ -83,6 +89,8 @@ struct Kernels {
   void (*adam_update)(float* x, float* dx, float* m, float* v, int64_t n,
                       const loops::AdamScalars<float>& k);
 };
+
+inline constexpr int64_t kShortSideMadds = int64_t{1} << 20;
 
 // Whether this CPU can run the kernels of c.
 bool cpu_supports(Capability c);

@@ -292,7 +292,10 @@ TEST_CASE("every capability's small product matches a plain loop in double, in a
                          {10, 16, 10},
                          {15, 15, 32},
                          {3, 64, 7},
-                         {7, 17, 33}})
+                         {7, 17, 33},
+                         {10, 40, 12},
+                         {6, 20, 9},
+                         {13, 130, 10}})
     for (int layout = 0; layout < 4; ++layout)
       for (float beta : {0.0f, 0.5f}) {
         const bool ta = layout & 1, tb = layout & 2;
