@@ -80,7 +80,7 @@ TEST_CASE("a path that is not a regular file is never replaced", "[file_io]") {
                     Contains("is a directory, not a regular file: it is not replaced"));
   CHECK(slurp(dir / "a_directory/inside.txt") == "kept\n");
   CHECK(files_in(dir.path) == 0);  // no temporary file beside it either
-  if (fs::exists("/dev/null")) {  // as root, a rename would replace the device itself
+  if (fs::exists("/dev/null")) {   // as root, a rename would replace the device itself
     CHECK_THROWS_AS(write_file_atomic("/dev/null", "x"), FileError);
     CHECK(fs::is_character_file("/dev/null"));
   }
