@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -379,6 +380,71 @@ TEST_CASE("every capability's exp, tanh and sigmoid keep the fast functions' ulp
     CHECK(x[1] == -1e-30f);
     CHECK(x[2] == 1.0f);
     CHECK(std::isnan(x[3]));
+  }
+}
+
+namespace {
+
+// fastmath::tanh with the multiply-adds fused as GCC fuses them for AVX2 with FMA (x86-64-v3):
+// what the AVX2 set computes, written out with std::fma so that any build of this test gives it.
+float tanh_fused(float x) {
+  float c = -10.0f > x ? -10.0f : x;
+  c = 10.0f < c ? 10.0f : c;
+  const float y = 2.0f * c;
+  const float n = std::nearbyint(y * 1.44269504088896341f);
+  const float r = std::fma(-n, 1.42860682030941723e-6f, std::fma(-n, 0.693145751953125f, y));
+  float p = 1.0f / 5040;
+  for (const float coef : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f})
+    p = std::fma(p, r, coef);
+  const float two_n = std::bit_cast<float>(static_cast<int32_t>(n + 127.0f) << 23);
+  const float m = std::fma(r * p, two_n, -(1.0f - two_n));
+  return std::copysign(m / (m + 2.0f), x);
+}
+
+bool same_bits(float a, float b) {
+  return std::memcmp(&a, &b, sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("the AVX2 set's tanh, tanh_of_sum and tanh_dot have the plain loops' bits",
+          "[cpu_kernels]") {
+  // Its tanh is written with intrinsics (GCC's vectorised clamps cost 11 instructions a vector),
+  // operation for operation as the plain loop compiles for AVX2: every float's tanh, and the
+  // scores' 16 lanes summed in loops::tanh_dot's order, must not change a bit.
+  const cpu::Kernels* kern = cpu::kernels_for(Capability::avx2);
+  if (!kern) {
+    WARN("this CPU cannot run the avx2 kernels: not tested here");
+    return;
+  }
+  std::vector<float> x;
+  for (uint64_t u = 0; u <= 0xFFFFFFFFu; u += 4093) x.push_back(std::bit_cast<float>(uint32_t(u)));
+  for (float special : {0.0f, -0.0f, 10.0f, -10.0f, 9.999999f, 1e-30f, INFINITY, -INFINITY, NAN})
+    x.push_back(special);
+  std::vector<float> y(x.size());
+  kern->tanh(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  int64_t differ = 0;
+  for (size_t i = 0; i < x.size(); ++i) differ += !same_bits(y[i], tanh_fused(x[i]));
+  CHECK(differ == 0);
+  Rng rng(41);
+  for (int64_t n : {1, 7, 8, 15, 16, 17, 40, 64, 100}) {
+    INFO("n " << n);
+    auto p = random_floats(static_cast<size_t>(n), rng), q = random_floats(p.size(), rng),
+         v = random_floats(p.size(), rng);
+    for (auto& e : p) e *= 6.0f;  // past the clamps too
+    std::vector<float> t(p.size());
+    kern->tanh_of_sum(p.data(), q.data(), t.data(), n);
+    float lane[16] = {};
+    const int64_t full = n / 16 * 16;
+    for (int64_t k = 0; k < n; ++k) {
+      const float want = tanh_fused(p[k] + q[k]);
+      REQUIRE(same_bits(t[k], want));
+      if (k < full) lane[k % 16] = std::fma(v[k], want, lane[k % 16]);
+    }
+    float sum = 0;
+    for (float l : lane) sum += l;
+    for (int64_t k = full; k < n; ++k) sum = std::fma(v[k], tanh_fused(p[k] + q[k]), sum);
+    REQUIRE(same_bits(kern->tanh_dot(p.data(), q.data(), v.data(), n), sum));
   }
 }
 
