@@ -102,9 +102,13 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   // small_gemm's time) and OpenBLAS's transposed products of 10 rows ran at 40 GFLOP/s.
   if (auto few_rows = !ta && tb && alpha == 1.0f ? cpu::few_rows_kernel(m, k) : nullptr)
     return few_rows(m, n, k, a, lda, b, ldb, beta, nullptr, c, ldc);
-  // Up to twice as many rows in two halves, each transposing b again: a `small` Transformer
-  // head's 15 x 15 x 32 scores ran at 28 GFLOP/s so, at 16 through small_gemm (AVX2-only Zen 4).
-  if (auto few_rows = !ta && tb && alpha == 1.0f ? cpu::few_rows_kernel((m + 1) / 2, k) : nullptr) {
+  // Up to twice as many rows, of a product small_gemm would take (at most kSmallGemmCols
+  // columns), in two halves, each transposing b again: a `small` Transformer head's 15 x 15 x 32
+  // scores ran at 28 GFLOP/s this way and at 16 in small_gemm (AVX2-only Zen 4). A wider b^T (a
+  // weight) would be read twice: it keeps OpenBLAS's transposed product below.
+  if (auto few_rows = !ta && tb && alpha == 1.0f && n <= loops::kSmallGemmCols
+                          ? cpu::few_rows_kernel((m + 1) / 2, k)
+                          : nullptr) {
     const int64_t half = (m + 1) / 2;
     few_rows(half, n, k, a, lda, b, ldb, beta, nullptr, c, ldc);
     few_rows(m - half, n, k, a + half * lda, lda, b, ldb, beta, nullptr, c + half * ldc, ldc);
@@ -116,9 +120,11 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
     return cpu::kernels().small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bt);
   }
   // A short side (a few rows of c, or a short k) with b read in place: dx = dy W and
-  // dW += dy^T x for one sentence's positions (cpu::Kernels::short_side_max says where and why).
+  // dW += dy^T x for one sentence's positions (cpu::Kernels::short_side_max says where and why),
+  // with a whole block of 16 columns at least, as the products measured.
   if (const int64_t short_side = cpu::kernels().short_side_max;
-      !tb && k > 0 && (m <= short_side || k <= short_side) && m * n * k <= cpu::kShortSideMadds)
+      !tb && k > 0 && n >= 16 && (m <= short_side || k <= short_side) &&
+      m * n * k <= cpu::kShortSideMadds)
     return cpu::kernels().small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
   // A few rows against a weight matrix, (M,K) x (N,K)^T with M <= 32: OpenBLAS runs the
   // transposed product c^T = b a^T 10-20% faster (measured at M 16-32, N 128-1536, K 128-768,

@@ -58,15 +58,15 @@ struct Kernels {
                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                      float* bt);
   // The shortest side (rows of c, or k) up to which a product with b read in place (not
-  // transposed) of at most kShortSideMadds multiply-adds runs in small_gemm rather than
-  // OpenBLAS, whatever its other sides: dx = dy W and dW += dy^T x for the 10 positions of one
-  // sentence. 0: never (the sets where it was not measured faster).
+  // transposed), at least 16 columns wide and of at most kShortSideMadds multiply-adds, runs in
+  // small_gemm rather than OpenBLAS: dx = dy W and dW += dy^T x for the 10 positions of one
+  // sentence (measured at 64 to 192 on the long sides). 0: never (the sets where it was not
+  // measured faster).
   int64_t short_side_max;
   // c (M,N) = (a (M,K) W^T + beta c) + bias for W (N,K) row-major read in place (row stride
   // ldw), with 1 <= M <= few_rows_max and K <= kProductDepth; bias (N) may be null; beta = 0
   // never reads c. Each element has the bits panels_product gives it, so a weight read once needs
-  // no pack. Null where the capability has no such kernel (AVX2); the portable set's is the plain
-  // reference.
+  // no pack. The portable set's is the plain reference.
   void (*few_rows_product)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                            const float* w, int64_t ldw, float beta, const float* bias, float* c,
                            int64_t ldc);

@@ -201,16 +201,18 @@ TEST_CASE("the few-rows product in place gives the packed product's bits", "[cpu
   struct Size {
     int64_t m, n, k;
   };
-  // Rows from 2 to the most a kernel takes; columns: whole groups of 16, tails, fewer than 16;
-  // depth: one, fewer than 8 (only the gathered tail), a tail after whole steps of 8, one block
-  // of 512.
+  // Rows from 2 to the most a kernel takes (12 with AVX-512, 10 with AVX2); columns: whole
+  // groups of 16 (AVX-512) or 8 (AVX2), tails, fewer than 8, one; depth: one, fewer than a step
+  // (8 with AVX-512, 4 with AVX2: only the gathered tail), tails of 1 to 3 after whole steps, one
+  // block of 512.
   const Size sizes[] = {{2, 16, 8},    {3, 5, 1},    {4, 17, 7},   {5, 64, 64},   {6, 70, 13},
                         {7, 33, 40},   {8, 192, 64}, {9, 31, 100}, {10, 128, 64}, {10, 64, 128},
-                        {11, 48, 512}, {12, 20, 9},  {12, 1, 16}};
+                        {11, 48, 512}, {12, 20, 9},  {12, 1, 16},  {10, 40, 512}, {3, 1, 16},
+                        {6, 9, 10},    {10, 23, 66}};
   const auto all = runnable();
   bool any = false;
   for (const cpu::Kernels* kern : all) {
-    if (!kern->few_rows_product) continue;
+    REQUIRE(kern->few_rows_product);  // every set has one (the portable set's is the reference)
     any = true;
     const auto name = cpu::capability_name(kern->capability);
     REQUIRE(kern->few_rows_max >= 10);  // the `tiny` Transformer's rows
@@ -410,8 +412,9 @@ bool same_bits(float a, float b) {
 TEST_CASE("the AVX2 set's tanh, tanh_of_sum and tanh_dot have the plain loops' bits",
           "[cpu_kernels]") {
   // Its tanh is written with intrinsics (GCC's vectorised clamps cost 11 instructions a vector),
-  // operation for operation as the plain loop compiles for AVX2: every float's tanh, and the
-  // scores' 16 lanes summed in loops::tanh_dot's order, must not change a bit.
+  // operation for operation as the plain loop compiles for AVX2: every float's tanh must keep its
+  // bits, and the scores are the sum of loops::tanh_dot's 16 lanes (fused multiply-adds) in its
+  // order, then the tail fused into the sum one element at a time.
   const cpu::Kernels* kern = cpu::kernels_for(Capability::avx2);
   if (!kern) {
     WARN("this CPU cannot run the avx2 kernels: not tested here");
@@ -431,7 +434,7 @@ TEST_CASE("the AVX2 set's tanh, tanh_of_sum and tanh_dot have the plain loops' b
     INFO("n " << n);
     auto p = random_floats(static_cast<size_t>(n), rng), q = random_floats(p.size(), rng),
          v = random_floats(p.size(), rng);
-    for (auto& e : p) e *= 6.0f;  // past the clamps too
+    for (auto& e : p) e *= 14.0f;  // p + q past the clamps at +-10 too
     std::vector<float> t(p.size());
     kern->tanh_of_sum(p.data(), q.data(), t.data(), n);
     float lane[16] = {};
