@@ -28,15 +28,20 @@ inline void pause() {
 #endif
 }
 
+// The caller and the workers meet through atomics; the mutex and the condition variables serve
+// only a thread that has stopped spinning and sleeps. A job handed to spinning workers thus costs
+// about two cache-line transfers (the generation out, pending_ back): parallel_run(2) of an empty
+// job 650 -> 250 ns on the 2-core Zen 4, where every worker had taken mu_ to read its job and
+// again to report it done, and the caller again to leave.
 class Pool {
  public:
   explicit Pool(int workers) {
     for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i] { loop(i + 1); });
   }
   ~Pool() {
+    stop_.store(true);
     {
       std::lock_guard lock(mu_);
-      stop_ = true;
       generation_.fetch_add(1);
     }
     wake_.notify_all();
@@ -46,19 +51,23 @@ class Pool {
 
   void run(int n, JobRef f) {
     std::unique_lock lock(run_mu_);  // one parallel_run at a time
-    {
-      std::lock_guard l(mu_);
-      job_ = &f;
-      jobs_ = n;
-      pending_.store(n - 1);
-      error_ = nullptr;
-      generation_.fetch_add(1, std::memory_order_release);
+    job_ = &f;
+    jobs_ = n;
+    error_ = nullptr;
+    pending_.store(n - 1);
+    generation_.fetch_add(1);  // seq_cst, as the workers' sleeping_ (see loop)
+    if (sleeping_.load() > 0) {
+      std::lock_guard l(mu_);  // a worker between its last check and its wait holds mu_
+      wake_.notify_all();
     }
-    wake_.notify_all();
     call(0);
     for (int i = 0; i < kSpins && pending_.load(std::memory_order_acquire) != 0; ++i) pause();
-    std::unique_lock l(mu_);
-    done_.wait(l, [&] { return pending_.load() == 0; });
+    if (pending_.load(std::memory_order_acquire) != 0) {
+      std::unique_lock l(mu_);
+      caller_sleeping_.store(true);
+      done_.wait(l, [&] { return pending_.load() == 0; });
+      caller_sleeping_.store(false);
+    }
     job_ = nullptr;
     if (error_) std::rethrow_exception(error_);
   }
@@ -69,7 +78,7 @@ class Pool {
     try {
       (*job_)(index);
     } catch (...) {
-      std::lock_guard l(mu_);
+      std::lock_guard l(error_mu_);
       if (!error_) error_ = std::current_exception();
     }
     in_parallel = false;
@@ -80,16 +89,21 @@ class Pool {
     while (true) {
       for (int i = 0; i < kSpins && generation_.load(std::memory_order_acquire) == seen; ++i)
         pause();
-      std::unique_lock l(mu_);
-      wake_.wait(l, [&] { return generation_.load() != seen; });
-      seen = generation_.load();
-      if (stop_) return;
+      if (generation_.load() == seen) {
+        // Going to sleep: counted first, so that a caller bumping the generation after the
+        // check below sees the count and notifies (under mu_, hence after this wait began).
+        std::unique_lock l(mu_);
+        sleeping_.fetch_add(1);
+        wake_.wait(l, [&] { return generation_.load() != seen; });
+        sleeping_.fetch_sub(1);
+      }
+      seen = generation_.load();  // job_ and jobs_ were written before it
+      if (stop_.load()) return;
       if (index >= jobs_) continue;
-      l.unlock();
       call(index);
-      // The caller may be spinning on pending_ or asleep on done_: notify under the lock, so a
-      // caller between its check and its wait cannot miss it.
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The caller spins on pending_, or sleeps on done_ once it has said so; the last worker
+      // wakes it under mu_, so a caller between its check and its wait cannot miss it.
+      if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
         std::lock_guard g(mu_);
         done_.notify_one();
       }
@@ -97,13 +111,13 @@ class Pool {
   }
 
   std::vector<std::thread> threads_;
-  std::mutex mu_, run_mu_;
+  std::mutex mu_, run_mu_, error_mu_;
   std::condition_variable wake_, done_;
   const JobRef* job_ = nullptr;
   int jobs_ = 0;
-  std::atomic<int> pending_{0};
+  std::atomic<int> pending_{0}, sleeping_{0};
   std::atomic<uint64_t> generation_{0};
-  bool stop_ = false;
+  std::atomic<bool> stop_{false}, caller_sleeping_{false};
   std::exception_ptr error_;
 };
 
