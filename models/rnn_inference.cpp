@@ -53,6 +53,11 @@ struct Product {
     gemm_packed(rows, in(), x, in(), *pack, 0.0f, y, out(),
                 bias ? bias->value.data<float>() : nullptr);
   }
+  // y (1,N) = x W^T + add: a product without a bias of its own, then a separate add of `add`
+  // (N), as ops::add adds it (the kernel adds a bias last, once the product is rounded).
+  void run_adding(const float* x, float* y, const float* add) const {
+    gemm_packed(1, in(), x, in(), *pack, 0.0f, y, out(), add);
+  }
 };
 
 // One recurrent cell's weights: the input product (with b_ih), the hidden product and b_hh.
@@ -185,14 +190,14 @@ class RnnInference final : public Stepper {
       emb = sized(emb_, n * e);
       for (int64_t i = 0; i < n; ++i) copy(embedding + y_prev[i] * e, emb + i * e, e);
     }
-    if (table)
-      for (int64_t i = 0; i < n; ++i)
-        copy(head_table_.row(y_prev[i], embedding, head_), gx0 + i * g, g);
-    else
-      head_.run(emb, n, gx0);
+    // One row from the table is added to the tail's product as the kernel adds a bias (tail_
+    // has none); otherwise the head is made first and the tail's product added to it.
+    const float* head_row = table ? head_table_.row(y_prev[0], embedding, head_) : nullptr;
+    if (!table) head_.run(emb, n, gx0);
     float* a = attention_ == AttentionKind::none ? nullptr : weights_out(n);
-    // gx0 += r W_tail^T, added after the product as ops::add adds it.
+    // gx0 = head + r W_tail^T, added after the product as ops::add adds it.
     auto add_tail = [&](const float* r) {
+      if (head_row) return tail_.run_adding(r, gx0, head_row);
       float* t = sized(tail_out_, n * g);
       tail_.run(r, n, t);
       for (int64_t i = 0; i < n * g; ++i) gx0[i] += t[i];
