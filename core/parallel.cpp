@@ -1,4 +1,4 @@
-// Parallel: persistent worker threads woken by a generation counter.
+// Parallel: persistent worker threads, woken by a new state (a run's number and job count).
 #include "tapestry/core/parallel.h"
 
 #include <algorithm>
@@ -30,9 +30,11 @@ inline void pause() {
 
 // The caller and the workers meet through atomics; the mutex and the condition variables serve
 // only a thread that has stopped spinning and sleeps. A job handed to spinning workers thus costs
-// about two cache-line transfers (the generation out, pending_ back): parallel_run(2) of an empty
-// job 650 -> 250 ns on the 2-core Zen 4, where every worker had taken mu_ to read its job and
-// again to report it done, and the caller again to leave.
+// about two cache-line transfers (the state out, pending_ back): parallel_run(2) of an empty job
+// 650-710 -> 260-310 ns on the 2-core Zen 4, where every worker had taken mu_ to read its job and
+// again to report it done, and the caller again to leave. The state holds the run's number and
+// its job count in one atomic, so that a worker left out of one run (its index past the count)
+// can never pair that run's number with the next run's count.
 class Pool {
  public:
   explicit Pool(int workers) {
@@ -42,7 +44,7 @@ class Pool {
     stop_.store(true);
     {
       std::lock_guard lock(mu_);
-      generation_.fetch_add(1);
+      state_.store((++runs_) << 32);  // no jobs: every worker sees a new state, then stop_
     }
     wake_.notify_all();
     for (auto& t : threads_) t.join();
@@ -52,10 +54,9 @@ class Pool {
   void run(int n, JobRef f) {
     std::unique_lock lock(run_mu_);  // one parallel_run at a time
     job_ = &f;
-    jobs_ = n;
     error_ = nullptr;
     pending_.store(n - 1);
-    generation_.fetch_add(1);  // seq_cst, as the workers' sleeping_ (see loop)
+    state_.store((++runs_) << 32 | static_cast<uint32_t>(n));  // seq_cst, as sleeping_ (see loop)
     if (sleeping_.load() > 0) {
       std::lock_guard l(mu_);  // a worker between its last check and its wait holds mu_
       wake_.notify_all();
@@ -87,19 +88,19 @@ class Pool {
   void loop(int index) {
     uint64_t seen = 0;
     while (true) {
-      for (int i = 0; i < kSpins && generation_.load(std::memory_order_acquire) == seen; ++i)
-        pause();
-      if (generation_.load() == seen) {
-        // Going to sleep: counted first, so that a caller bumping the generation after the
-        // check below sees the count and notifies (under mu_, hence after this wait began).
+      for (int i = 0; i < kSpins && state_.load(std::memory_order_acquire) == seen; ++i) pause();
+      if (state_.load() == seen) {
+        // Going to sleep: counted first, so that a caller storing a new state after the check
+        // below sees the count and notifies (under mu_, hence after this wait began).
         std::unique_lock l(mu_);
         sleeping_.fetch_add(1);
-        wake_.wait(l, [&] { return generation_.load() != seen; });
+        wake_.wait(l, [&] { return state_.load() != seen; });
         sleeping_.fetch_sub(1);
       }
-      seen = generation_.load();  // job_ and jobs_ were written before it
+      seen = state_.load();  // job_ was written before it
       if (stop_.load()) return;
-      if (index >= jobs_) continue;
+      // A worker in the run keeps job_ valid: the caller waits for it before the next run.
+      if (index >= static_cast<int>(seen & 0xFFFFFFFFu)) continue;
       call(index);
       // The caller spins on pending_, or sleeps on done_ once it has said so; the last worker
       // wakes it under mu_, so a caller between its check and its wait cannot miss it.
@@ -114,9 +115,9 @@ class Pool {
   std::mutex mu_, run_mu_, error_mu_;
   std::condition_variable wake_, done_;
   const JobRef* job_ = nullptr;
-  int jobs_ = 0;
+  uint64_t runs_ = 0;  // written by the caller only (under run_mu_) and the destructor
   std::atomic<int> pending_{0}, sleeping_{0};
-  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> state_{0};  // runs_ << 32 | the run's job count
   std::atomic<bool> stop_{false}, caller_sleeping_{false};
   std::exception_ptr error_;
 };

@@ -251,6 +251,7 @@ TAPESTRY_LOOP void adam_pass(T* __restrict x, T* __restrict dx, T* __restrict m,
     }
   }
 }
+// adam_pass with the gradient zeroed or kept, as k.zero_grad says.
 template <class T>
 TAPESTRY_LOOP void adam_update(T* __restrict x, T* __restrict dx, T* __restrict m, T* __restrict v,
                                int64_t n, const AdamScalars<T>& k) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <map>
 #include <string>
@@ -56,6 +57,7 @@ struct Product {
   // y (1,N) = x W^T + add: a product without a bias of its own, then a separate add of `add`
   // (N), as ops::add adds it (the kernel adds a bias last, once the product is rounded).
   void run_adding(const float* x, float* y, const float* add) const {
+    assert(!bias && "run_adding: the product has a bias of its own");
     gemm_packed(1, in(), x, in(), *pack, 0.0f, y, out(), add);
   }
 };

@@ -116,6 +116,28 @@ TEST_CASE("a row's packed product does not depend on the rows beside it or on th
   }
 }
 
+TEST_CASE("a one-row product's bias is added as a separate add after the product, bit for bit",
+          "[packed]") {
+  // RNN decoding passes a row to add (the token's projection) as the bias of a product that has
+  // none, relying on this: whole panels and a panel's tail, one block of k and several.
+  Rng rng(9);
+  for (int64_t n : {64, 200})
+    for (int64_t k : {300, 1100}) {
+      Tensor w = random_matrix(n, k, rng);
+      PackedMatrix packed;
+      packed.pack(w);
+      std::vector<float> a(static_cast<size_t>(k)), add(static_cast<size_t>(n));
+      for (auto& v : a) v = static_cast<float>(rng.uniform(-1, 1));
+      for (auto& v : add) v = static_cast<float>(rng.uniform(-1, 1));
+      std::vector<float> fused(static_cast<size_t>(n)), apart(static_cast<size_t>(n));
+      gemm_packed(1, k, a.data(), k, packed, 0.0f, fused.data(), n, add.data());
+      gemm_packed(1, k, a.data(), k, packed, 0.0f, apart.data(), n);
+      for (int64_t j = 0; j < n; ++j) apart[j] = add[j] + apart[j];
+      INFO("n " << n << " k " << k);
+      REQUIRE(fused == apart);
+    }
+}
+
 TEST_CASE("packing refuses what is not a float32 matrix; the product refuses a wrong depth",
           "[packed]") {
   PackedMatrix p;
