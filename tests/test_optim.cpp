@@ -2,11 +2,13 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <vector>
 
 #include "tapestry/core/memory.h"
+#include "tapestry/core/parallel.h"
 #include "tapestry/core/random.h"
 #include "tapestry/core/tape.h"
 #include "tapestry/nn/clip.h"
@@ -529,6 +531,36 @@ TEST_CASE("grad_norm's prepare runs once on every element, before the norm reads
   }
   REQUIRE(norm == std::sqrt(static_cast<double>(total)));
   REQUIRE(norm == grad_norm(params));  // the same sum as without a prepare
+}
+
+TEST_CASE("grad_norm: the same bits on one core as on two", "[optim][clip]") {
+  // On two cores each job sums its half of every gradient; on one the two halves are summed side
+  // by side. Lengths around the lanes (16) and blocks (4096), halves of unequal block counts, and
+  // enough elements for the second core; float and double.
+  Rng rng(7);
+  std::vector<std::unique_ptr<Parameter>> owned;
+  std::vector<Parameter*> params;
+  for (DType dtype : {DType::f32, DType::f64})
+    for (int64_t n : {1, 15, 16, 17, 33, 4095, 4096, 4097, 4111, 8192, 8193, 8208, 12289, 70001}) {
+      owned.push_back(std::make_unique<Parameter>(Tensor::zeros({n}, dtype)));
+      owned.back()->grad = rng.normal_tensor({n}, 0.0, 1.0, dtype);
+      params.push_back(owned.back().get());
+    }
+  const int threads = parallel_threads();
+  set_parallel_threads(1);
+  const double one = grad_norm(params);
+  set_parallel_threads(2);
+  const double two = grad_norm(params);
+  set_parallel_threads(threads);
+  REQUIRE(std::memcmp(&one, &two, sizeof(double)) == 0);
+  double want = 0;
+  for (const Parameter* p : params)
+    for (int64_t j = 0; j < p->numel(); ++j) {
+      const double g = p->grad.dtype() == DType::f32 ? p->grad.data<float>()[j]
+                                                     : p->grad.data<double>()[j];
+      want += g * g;
+    }
+  REQUIRE(one == Approx(std::sqrt(want)).epsilon(1e-6));
 }
 
 TEST_CASE("clip_grad_norm: global norm, scaling, and the pre-clip norm returned", "[optim][clip]") {
