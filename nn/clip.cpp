@@ -50,7 +50,7 @@ template <class T>
 struct SquaresRange {
   const T* d;
   int64_t n;
-  int64_t j = 0;      // the next element to read
+  int64_t j = 0;       // the next element to read
   bool blocks = true;  // whether a block may start at j (the last block was a whole one)
   double total = 0;
   // The length of the block starting at j, or 0 once the blocks are done.
@@ -73,7 +73,8 @@ template <class T>
 
 // add_block on two blocks of one length at once: the same two sums.
 template <class T>
-[[gnu::noinline]] void add_blocks(double& total0, const T* d0, double& total1, const T* d1, int64_t len) {
+[[gnu::noinline]] void add_blocks(double& total0, const T* d0, double& total1, const T* d1,
+                                  int64_t len) {
   T acc0[kLanes] = {}, acc1[kLanes] = {};
   for (int64_t i = 0; i < len; i += kLanes)
     for (int u = 0; u < kLanes; ++u) {

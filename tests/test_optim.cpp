@@ -556,8 +556,8 @@ TEST_CASE("grad_norm: the same bits on one core as on two", "[optim][clip]") {
   double want = 0;
   for (const Parameter* p : params)
     for (int64_t j = 0; j < p->numel(); ++j) {
-      const double g = p->grad.dtype() == DType::f32 ? p->grad.data<float>()[j]
-                                                     : p->grad.data<double>()[j];
+      const double g =
+          p->grad.dtype() == DType::f32 ? p->grad.data<float>()[j] : p->grad.data<double>()[j];
       want += g * g;
     }
   REQUIRE(one == Approx(std::sqrt(want)).epsilon(1e-6));
