@@ -148,6 +148,21 @@ Tensor* Tape::input_grad(const Node& n, int k) {
   return &in.grad;
 }
 
+Tensor* Tape::input_grad_to_write(const Node& n, int k, bool* first) {
+  *first = false;
+  const int32_t id = edges_[n.in_begin + k];
+  if (id < 0) return nullptr;
+  Node& in = nodes_[id];
+  if (in.grad.defined()) return &in.grad;
+  // The same node twice among n's inputs (x * x): its second share would be added to the first
+  // before the first was stored.
+  for (int e = 0; e < n.in_count; ++e)
+    if (e != k && edges_[n.in_begin + e] == id) return input_grad(n, k);
+  in.grad = Tensor::empty(in.value.shape(), in.value.dtype());
+  *first = true;
+  return &in.grad;
+}
+
 bool Tape::defer_product(const Node& n, int k, DType dtype, const void* u, int64_t p, const void* v,
                          int64_t q, int64_t rows) {
   if (!defer_grads_ || detect_anomaly_) return false;

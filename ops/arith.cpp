@@ -39,14 +39,26 @@ Var record_binary(const OpDef& op, Tensor y, const Var& a, const Var& b, bool sa
   return tape->output(id);
 }
 
-// dx[ix] += sign * dy[i], summing dy over the axes along which x was broadcast.
-void sum_broadcast_into(Tensor* dx, const Node& n, double sign) {
-  if (!dx) return;
+// dx[ix] += sign * dy[i] for input k, summing dy over the axes along which x was broadcast; the
+// gradient of an input of y's own shape is stored where it is new (Tape::input_grad_to_write).
+void sum_broadcast_into(Tape& tape, const Node& n, int k, double sign) {
+  const int32_t id = tape.inputs(n)[static_cast<size_t>(k)];
+  if (id < 0) return;
+  const bool whole = tape.node(static_cast<size_t>(id)).value.shape() == n.value.shape();
+  bool first = false;
+  Tensor* dx = whole ? tape.input_grad_to_write(n, k, &first) : tape.input_grad(n, k);
   dispatch(n.value.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* dy = n.grad.data<T>();
     T* d = dx->data<T>();
     const T s = static_cast<T>(sign);
+    if (whole) {
+      detail::first_or_added(first, [&](auto store) {
+        for (int64_t i = 0, count = dx->numel(); i < count; ++i)
+          d[i] = store ? s * dy[i] : d[i] + s * dy[i];
+      });
+      return;
+    }
     for_each_broadcast(n.value.shape(), dx->shape(), dx->shape(),
                        [&](int64_t i, int64_t ix, int64_t) { d[ix] += s * dy[i]; });
   });
@@ -85,8 +97,8 @@ void binary_backward(Tape& tape, const Node& n, GA ga, GB gb) {
 // add
 // y = a + b;  da += sum_bcast(dy);  db += sum_bcast(dy)
 void add_backward(Tape& tape, const Node& n) {
-  sum_broadcast_into(tape.input_grad(n, 0), n, 1.0);
-  sum_broadcast_into(tape.input_grad(n, 1), n, 1.0);
+  sum_broadcast_into(tape, n, 0, 1.0);
+  sum_broadcast_into(tape, n, 1, 1.0);
 }
 TAPESTRY_OP(kAdd, "add", add_backward,
             "y = a + b;  da += dy;  db += dy  (summed over broadcast axes)");
@@ -100,8 +112,8 @@ Var add(const Var& a, const Var& b) {
 // sub
 // y = a - b;  da += sum_bcast(dy);  db -= sum_bcast(dy)
 void sub_backward(Tape& tape, const Node& n) {
-  sum_broadcast_into(tape.input_grad(n, 0), n, 1.0);
-  sum_broadcast_into(tape.input_grad(n, 1), n, -1.0);
+  sum_broadcast_into(tape, n, 0, 1.0);
+  sum_broadcast_into(tape, n, 1, -1.0);
 }
 TAPESTRY_OP(kSub, "sub", sub_backward,
             "y = a - b;  da += dy;  db += -dy  (summed over broadcast axes)");

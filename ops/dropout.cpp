@@ -14,7 +14,8 @@ namespace tapestry::ops {
 // y = x * m, m = (u >= p) / (1 - p);  dx += dy * m
 // x (any shape) -> y (the same shape); the mask m is saved
 void dropout_backward(Tape& tape, const Node& n) {
-  Tensor* dx = tape.input_grad(n, 0);
+  bool first;
+  Tensor* dx = tape.input_grad_to_write(n, 0, &first);
   if (!dx) return;
   const Tensor& m = tape.saved(n, 0);
   dispatch(n.value.dtype(), [&](auto tag) {
@@ -22,7 +23,10 @@ void dropout_backward(Tape& tape, const Node& n) {
     const T* dy = n.grad.data<T>();
     const T* pm = m.data<T>();
     T* d = dx->data<T>();
-    for (int64_t i = 0, k = dx->numel(); i < k; ++i) d[i] += dy[i] * pm[i];
+    detail::first_or_added(first, [&](auto store) {
+      for (int64_t i = 0, k = dx->numel(); i < k; ++i)
+        d[i] = store ? dy[i] * pm[i] : d[i] + dy[i] * pm[i];
+    });
   });
 }
 TAPESTRY_OP(kDropout, "dropout", dropout_backward,

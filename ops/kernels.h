@@ -137,16 +137,30 @@ inline void same_dtype(const char* op, const Var& a, const Var& b) {
   check_same_dtype(op, {&a.value(), &b.value()});
 }
 
-// dst[i] += src[i] over two same-shaped tensors.
+// dst[i] += src[i] over two same-shaped tensors; dst[i] = src[i] where `first` (a gradient's
+// first share, Tape::input_grad_to_write).
 template <class T>
-void accumulate(Tensor& dst, const Tensor& src) {
+void accumulate(Tensor& dst, const Tensor& src, bool first = false) {
   T* d = dst.data<T>();
   const T* s = src.data<T>();
-  for (int64_t i = 0, n = dst.numel(); i < n; ++i) d[i] += s[i];
+  if (first)
+    std::copy_n(s, dst.numel(), d);
+  else
+    for (int64_t i = 0, n = dst.numel(); i < n; ++i) d[i] += s[i];
 }
 
-inline void accumulate(Tensor& dst, const Tensor& src) {
-  dispatch(dst.dtype(), [&](auto tag) { accumulate<decltype(tag)>(dst, src); });
+inline void accumulate(Tensor& dst, const Tensor& src, bool first = false) {
+  dispatch(dst.dtype(), [&](auto tag) { accumulate<decltype(tag)>(dst, src, first); });
+}
+
+// Calls f(std::true_type) for a gradient's first share (to be stored), else f(std::false_type)
+// (to be added), so that the loop inside is compiled once for each without a test per element.
+template <class F>
+void first_or_added(bool first, F&& f) {
+  if (first)
+    f(std::true_type{});
+  else
+    f(std::false_type{});
 }
 
 }  // namespace tapestry::ops::detail

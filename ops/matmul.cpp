@@ -127,7 +127,8 @@ void matmul_backward(Tape& tape, const Node& n) {
   const Tensor& a = tape.saved(n, 0);
   const Tensor& b = tape.saved(n, 1);
   const Gemm g = resolve(a.shape(), b.shape(), n.scalar[0] != 0, n.scalar[1] != 0);
-  Tensor* da = tape.input_grad(n, 0);
+  bool first;
+  Tensor* da = tape.input_grad_to_write(n, 0, &first);
   Tensor* db = tape.input_grad(n, 1);
   dispatch(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -139,15 +140,16 @@ void matmul_backward(Tape& tape, const Node& n) {
     // (only float32 products are packed): per-timestep products of a few rows run faster there.
     WeightPacks* packs = tape.weight_packs();
     const auto attrs = tape.attrs(n);
+    const float beta = first ? 0.0f : 1.0f;  // da's first share is stored
     if (da && packs && attrs.size() == 2 && attrs[0] == kPackedB) {
       const PackView b_transposed{attrs[1], g.k, true};  // b^T, of the weight saved third
       if constexpr (std::is_same_v<T, float>)
-        gemm_packed(g.batch * g.m, g.n, dy, g.n, packs->get(tape.saved(n, 2), b_transposed), 1.0f,
+        gemm_packed(g.batch * g.m, g.n, dy, g.n, packs->get(tape.saved(n, 2), b_transposed), beta,
                     da->data<float>(), g.a_cols);
     } else if (da) {
       T* d = da->data<T>();
       if (g.b_stride == 0 && !g.ta) {  // stacked batches: one product
-        blas::gemm(false, !g.tb, g.batch * g.m, g.k, g.n, T(1), dy, g.n, pb, g.b_cols, T(1), d,
+        blas::gemm(false, !g.tb, g.batch * g.m, g.k, g.n, T(1), dy, g.n, pb, g.b_cols, T(beta), d,
                    g.a_cols);
       } else {
         for (int64_t i = 0; i < g.batch; ++i) {
@@ -155,10 +157,10 @@ void matmul_backward(Tape& tape, const Node& n) {
           const T* dyi = dy + i * y_stride;
           T* dai = d + i * g.a_stride;
           if (!g.ta)
-            blas::gemm(false, !g.tb, g.m, g.k, g.n, T(1), dyi, g.n, bi, g.b_cols, T(1), dai,
+            blas::gemm(false, !g.tb, g.m, g.k, g.n, T(1), dyi, g.n, bi, g.b_cols, T(beta), dai,
                        g.a_cols);
           else
-            blas::gemm(g.tb, true, g.k, g.m, g.n, T(1), bi, g.b_cols, dyi, g.n, T(1), dai,
+            blas::gemm(g.tb, true, g.k, g.m, g.n, T(1), bi, g.b_cols, dyi, g.n, T(beta), dai,
                        g.a_cols);
         }
       }
@@ -250,7 +252,9 @@ int64_t leading_rows(const Shape& s) {
 void affine_backward(Tape& tape, const Node& n) {
   const Tensor& x = tape.saved(n, 0);
   const Tensor& w = tape.saved(n, 1);
-  Tensor *dx = tape.input_grad(n, 0), *dw = tape.input_grad(n, 1), *db = tape.input_grad(n, 2);
+  bool first;
+  Tensor *dx = tape.input_grad_to_write(n, 0, &first), *dw = tape.input_grad(n, 1),
+         *db = tape.input_grad(n, 2);
   const int64_t out = w.dim(0), k = w.dim(1), rows = leading_rows(x.shape());
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -266,10 +270,11 @@ void affine_backward(Tape& tape, const Node& n) {
                         tape.pack_reads(tape.saved(n, 2).data<float>(), attrs[1]) >= kPerStepReads;
     if (packed) {  // (R,out) x (out,K) -> (R,K), W^T packed from the weight saved third
       if constexpr (std::is_same_v<T, float>)
-        gemm_packed(rows, out, dy, out, packs->get(tape.saved(n, 2), {attrs[1], k, true}), 1.0f,
-                    dx->data<float>(), k);
+        gemm_packed(rows, out, dy, out, packs->get(tape.saved(n, 2), {attrs[1], k, true}),
+                    first ? 0.0f : 1.0f, dx->data<float>(), k);
     } else if (dx) {
-      blas::gemm(false, false, rows, k, out, T(1), dy, out, w.data<T>(), k, T(1), dx->data<T>(), k);
+      blas::gemm(false, false, rows, k, out, T(1), dy, out, w.data<T>(), k, T(first ? 0 : 1),
+                 dx->data<T>(), k);
     }
     if (dw && defer_worth_it(rows, out, k, x.dtype()) &&
         tape.defer_product(n, 1, x.dtype(), dy, out, x.data<T>(), k, rows))

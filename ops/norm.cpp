@@ -24,7 +24,8 @@ void layer_norm_backward(Tape& tape, const Node& n) {
   const Tensor& x = tape.saved(n, 0);
   const Tensor& gamma = tape.saved(n, 1);
   const Tensor& stats = tape.saved(n, 2);
-  Tensor *dx = tape.input_grad(n, 0), *dgamma = tape.input_grad(n, 1),
+  bool first;
+  Tensor *dx = tape.input_grad_to_write(n, 0, &first), *dgamma = tape.input_grad(n, 1),
          *dbeta = tape.input_grad(n, 2);
   const int64_t d = x.dim(x.ndim() - 1), rows = d > 0 ? x.numel() / d : 0;
   dispatch(x.dtype(), [&](auto tag) {
@@ -36,26 +37,30 @@ void layer_norm_backward(Tape& tape, const Node& n) {
     T* pdx = dx ? dx->data<T>() : nullptr;
     T* pdg = dgamma ? dgamma->data<T>() : nullptr;
     T* pdb = dbeta ? dbeta->data<T>() : nullptr;
-    for (int64_t i = 0; i < rows; ++i) {
-      const T mu = ps[2 * i], r = ps[2 * i + 1];
-      const T* xi = px + i * d;
-      const T* gi = dy + i * d;
-      const T mean_g = detail::lane_sum<T, kRowLanes>(d, [&](int64_t j) { return gi[j] * pg[j]; }) /
-                       static_cast<T>(d);
-      const T mean_gxh = detail::lane_sum<T, kRowLanes>(
-                             d, [&](int64_t j) { return gi[j] * pg[j] * ((xi[j] - mu) * r); }) /
-                         static_cast<T>(d);
-      if (pdg)
-        for (int64_t j = 0; j < d; ++j) pdg[j] += gi[j] * ((xi[j] - mu) * r);
-      if (pdb)
-        for (int64_t j = 0; j < d; ++j) pdb[j] += gi[j];
-      if (!pdx) continue;
-      T* di = pdx + i * d;
-      for (int64_t j = 0; j < d; ++j) {
-        const T xh = (xi[j] - mu) * r;
-        di[j] += r * (gi[j] * pg[j] - mean_g - xh * mean_gxh);
+    detail::first_or_added(first, [&](auto store) {
+      for (int64_t i = 0; i < rows; ++i) {
+        const T mu = ps[2 * i], r = ps[2 * i + 1];
+        const T* xi = px + i * d;
+        const T* gi = dy + i * d;
+        const T mean_g =
+            detail::lane_sum<T, kRowLanes>(d, [&](int64_t j) { return gi[j] * pg[j]; }) /
+            static_cast<T>(d);
+        const T mean_gxh = detail::lane_sum<T, kRowLanes>(
+                               d, [&](int64_t j) { return gi[j] * pg[j] * ((xi[j] - mu) * r); }) /
+                           static_cast<T>(d);
+        if (pdg)
+          for (int64_t j = 0; j < d; ++j) pdg[j] += gi[j] * ((xi[j] - mu) * r);
+        if (pdb)
+          for (int64_t j = 0; j < d; ++j) pdb[j] += gi[j];
+        if (!pdx) continue;
+        T* di = pdx + i * d;
+        for (int64_t j = 0; j < d; ++j) {
+          const T xh = (xi[j] - mu) * r;
+          const T g = r * (gi[j] * pg[j] - mean_g - xh * mean_gxh);
+          di[j] = store ? g : di[j] + g;
+        }
       }
-    }
+    });
   });
 }
 TAPESTRY_OP(kLayerNorm, "layer_norm", layer_norm_backward,

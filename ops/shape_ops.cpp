@@ -129,7 +129,8 @@ void for_each_permuted(const Shape& x, std::span<const int64_t> perm, F&& f) {
 // reshape
 // y = reshape(x);  dx += dy  (same elements in the same order)
 void reshape_backward(Tape& tape, const Node& n) {
-  if (Tensor* dx = tape.input_grad(n, 0)) detail::accumulate(*dx, n.grad);
+  bool first;
+  if (Tensor* dx = tape.input_grad_to_write(n, 0, &first)) detail::accumulate(*dx, n.grad, first);
 }
 TAPESTRY_OP(kReshape, "reshape", reshape_backward, "y = reshape(x);  dx += reshape(dy)");
 
@@ -179,13 +180,17 @@ Var reshape(const Var& x, std::initializer_list<int64_t> dims) {
 // permute
 // y[i_p0, ..., i_pn] = x[i_0, ..., i_n];  dx += permute(dy, inverse(p))
 void permute_backward(Tape& tape, const Node& n) {
-  Tensor* dx = tape.input_grad(n, 0);
+  bool first;
+  Tensor* dx = tape.input_grad_to_write(n, 0, &first);
   if (!dx) return;
   dispatch(n.value.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* dy = n.grad.data<T>();
     T* d = dx->data<T>();
-    for_each_permuted(dx->shape(), tape.attrs(n), [&](int64_t iy, int64_t ix) { d[ix] += dy[iy]; });
+    detail::first_or_added(first, [&](auto store) {
+      for_each_permuted(dx->shape(), tape.attrs(n),
+                        [&](int64_t iy, int64_t ix) { d[ix] = store ? dy[iy] : d[ix] + dy[iy]; });
+    });
   });
 }
 TAPESTRY_OP(kPermute, "permute", permute_backward,

@@ -100,7 +100,8 @@ Tensor softmax_forward(const Tensor& x, int axis, const Tensor& mask, bool log) 
 // y = exp(x - max) / sum(exp(x - max));  dx += y * (dy - sum(dy * y))   (sums along the axis)
 // Masked positions hold y = 0, so they neither take gradient nor add to the sum: only y is read.
 void softmax_backward(Tape& tape, const Node& n) {
-  Tensor* dx = tape.input_grad(n, 0);
+  bool first;
+  Tensor* dx = tape.input_grad_to_write(n, 0, &first);
   if (!dx) return;
   const Shape& shape = n.value.shape();
   const int axis = static_cast<int>(n.scalar[0]);
@@ -110,11 +111,14 @@ void softmax_backward(Tape& tape, const Node& n) {
     const T* y = n.value.data<T>();
     const T* dy = n.grad.data<T>();
     T* d = dx->data<T>();
-    for_each_row(shape, axis, [&](int64_t base) {
-      const int64_t end = base + len * step;
-      T dot = 0;
-      for (int64_t j = base; j < end; j += step) dot += dy[j] * y[j];
-      for (int64_t j = base; j < end; j += step) d[j] += y[j] * (dy[j] - dot);
+    detail::first_or_added(first, [&](auto store) {
+      for_each_row(shape, axis, [&](int64_t base) {
+        const int64_t end = base + len * step;
+        T dot = 0;
+        for (int64_t j = base; j < end; j += step) dot += dy[j] * y[j];
+        for (int64_t j = base; j < end; j += step)
+          d[j] = store ? y[j] * (dy[j] - dot) : d[j] + y[j] * (dy[j] - dot);
+      });
     });
   });
 }
