@@ -86,6 +86,37 @@ TEST_CASE("backward runs in reverse and a tensor used twice gets the sum of its 
   REQUIRE(tape.grad(x).to_vector() == std::vector<double>{14.0, 2.0});
 }
 
+TEST_CASE("an op's first share of a gradient is stored, and a node two inputs of one op gets both",
+          "[tape]") {
+  // Ops whose backward stores the first share of a new gradient (Tape::input_grad_to_write),
+  // given one node as both inputs, and a node whose stored share is then added to.
+  Tape tape;
+  const std::vector<double> m{1.0, 2.0, 3.0, 4.0};
+  Var x = tape.leaf(Tensor::from({1.0, 2.0, 3.0, 4.0}, {2, 2}, DType::f64));
+  Var b = tape.leaf(vec({0.5, -0.5}));
+  // d/dX sum(X + X) = 2;  d/dX sum(X - X) = 0;  d/dX sum(X X) = 1 X^T + X^T 1;
+  // d/dX sum(X X^T + b) (affine(X, X)) = 1 X + 1^T X = 2 * column sums of X in every row
+  Var s1 = ops::sum(x + x), s2 = ops::sum(x - x), s3 = ops::sum(ops::matmul(x, x));
+  Var s4 = ops::sum(ops::affine(x, x, b));
+  // reshape stores its share into x's gradient first (it runs last in the recording, so first in
+  // backward), then the others add to it.
+  Var s5 = ops::sum(ops::reshape(x, {4}) * 3.0);
+  Var y = s1 + s2 + s3 + s4 + s5;
+  tape.backward(y, ones_like(y));
+  std::vector<double> want(4);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      double mm = 0, aff = 0;
+      for (int t = 0; t < 2; ++t) {
+        mm += m[static_cast<size_t>(j * 2 + t)] + m[static_cast<size_t>(t * 2 + i)];
+        aff += 2 * m[static_cast<size_t>(t * 2 + j)];
+      }
+      want[static_cast<size_t>(i * 2 + j)] = 2 + 0 + mm + aff + 3;
+    }
+  REQUIRE(tape.grad(x).to_vector() == want);
+  REQUIRE(tape.grad(b).to_vector() == std::vector<double>{2.0, 2.0});
+}
+
 TEST_CASE("gradients accumulate into a bound parameter across steps until zeroed", "[tape]") {
   Tensor w = vec({0.5, 2.0});
   Tensor dw = Tensor::zeros(w.shape(), w.dtype());
