@@ -298,9 +298,13 @@ TEST_CASE("every capability's small product matches a plain loop in double, in a
                          {7, 17, 33},
                          {10, 40, 12},
                          {6, 20, 9},
-                         {13, 130, 10}})
+                         {13, 130, 10},
+                         {9, 33, 20},
+                         {14, 24, 11},
+                         {5, 16, 40}})  // rows in blocks of 4, 4 + 5, 4 + 5 + 5, 5 + 5, 5 (AVX2)
     for (int layout = 0; layout < 4; ++layout)
-      for (float beta : {0.0f, 0.5f}) {
+      for (auto [alpha, beta] :
+           {std::pair{0.75f, 0.0f}, {0.75f, 0.5f}, {1.0f, 0.0f}, {1.0f, 1.0f}}) {
         const bool ta = layout & 1, tb = layout & 2;
         // op(a) (M,K) and op(b) (K,N), stored transposed where asked, rows padded by 3
         const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 3, ldc = n + 3;
@@ -309,7 +313,6 @@ TEST_CASE("every capability's small product matches a plain loop in double, in a
         auto c0 = random_floats(static_cast<size_t>(m * ldc), rng);
         if (beta == 0.0f)  // never read: a NaN there must not reach the product
           for (int64_t i = 0; i < m; ++i) c0[i * ldc] = std::numeric_limits<float>::quiet_NaN();
-        const float alpha = 0.75f;
         for (const cpu::Kernels* kern : runnable()) {
           auto c = c0;
           std::vector<float> bt(static_cast<size_t>(k * n));
@@ -323,8 +326,8 @@ TEST_CASE("every capability's small product matches a plain loop in double, in a
                        (tb ? b[j * ldb + p] : b[p * ldb + j]);
               const double want = alpha * dot + (beta == 0.0f ? 0.0 : beta * c0[i * ldc + j]);
               INFO(cpu::capability_name(kern->capability)
-                   << " " << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb << " beta "
-                   << beta << " at " << i << "," << j);
+                   << " " << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb << " alpha "
+                   << alpha << " beta " << beta << " at " << i << "," << j);
               REQUIRE(std::abs(c[i * ldc + j] - want) <= 1e-6 * (1 + double(k)));
             }
             for (int64_t j = n; j < ldc; ++j)  // the padding between rows is left alone
