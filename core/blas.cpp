@@ -156,6 +156,11 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
     return;
   GemmTimer timer(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k);
   lda = std::max<int64_t>(lda, 1), ldb = std::max<int64_t>(ldb, 1);
+  // beta 0 must not read c, which may be uninitialised (a gradient's first share): OpenBLAS
+  // versions that hand one-row products to gemv scale y by beta, and 0 * NaN is NaN.
+  if (beta == 0.0)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0.0;
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,
               (blasint)ldc);

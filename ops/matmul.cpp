@@ -208,8 +208,9 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b, WeightPacks* 
   Shape out = a.ndim() == 3 ? Shape{g.batch, g.m, g.n} : Shape{g.m, g.n};
   Tensor y = Tensor::empty(out, a.dtype());
   const int64_t rows = g.batch * g.m;  // with b shared and a not transposed, one stacked product
+  // The pack's product writes all the weight's rows: b must be all of them, not the first few.
   const bool packed = packs && packed_kernel_available() && a.dtype() == DType::f32 &&
-                      g.b_stride == 0 && !g.ta && g.tb && rows >= 1;
+                      g.b_stride == 0 && !g.ta && g.tb && rows >= 1 && g.n == weight.dim(0);
   if (packed) {
     gemm_packed(rows, g.k, a.value().data<float>(), g.k,
                 packs->get(weight, {source.col0, g.k, false}), 0.0f, y.data<float>(), g.n);

@@ -361,6 +361,13 @@ TEST_CASE("a product with a copy of a weight's columns reads the weight's packs"
   // Each block and its transpose, packed from w (the copies are never looked up).
   REQUIRE(packs.size() == (packed_kernel_available() ? 4u : 0u));
 
+  {  // b the first 20 rows of w's columns [12, 30): the pack's product would write all 37 rows
+    Var xv = Var(x), first_rows = Var(ops::slice(ops::slice(Var(w), 0, 0, 20), 1, 12, 18).value());
+    const Tensor want = ops::matmul(xv, first_rows, false, true).value();
+    const Tensor got = ops::matmul(xv, first_rows, false, true, &packs, {&w, 12}).value();
+    REQUIRE(got.shape() == Shape{9, 20});
+    REQUIRE(got.to_vector() == want.to_vector());
+  }
   Tape tape;
   Var xv = tape.bind(x, Tensor::zeros(x.shape(), DType::f32));
   Var tail = Var(Tensor::zeros({37, 18}, DType::f32));
