@@ -26,11 +26,12 @@ bool worth_parallel(std::span<Parameter* const> params) {
 // Sum of squares: blocks of up to 4096 summed in T over 16 independent lanes (which vectorise),
 // each block's sum then added in double; the last fewer than 16 elements are added in double.
 // Most of a small model's gradients are shorter than a block, so the last block is one too.
-// before(r, j, len) runs on each range of range r just before the range is read.
+// before(j, len) (before(r, j, len) for range r of two) runs on each range of elements just
+// before it is read.
 //
-// R ranges are summed at once, their blocks' lanes side by side, each range's sum the same chain
-// of additions as if it were summed alone: one range's 16 lanes are two AVX2 registers, whose
-// chains of fused multiply-adds keep only half the adders busy (the sum ran at the adders'
+// Two ranges may be summed at once, their blocks' lanes side by side, each range's sum the same
+// chain of additions as if it were summed alone: one range's 16 lanes are two AVX2 registers,
+// whose chains of fused multiply-adds keep only half the adders busy (the sum ran at the adders'
 // latency, 4 floats a cycle); two ranges keep them all busy.
 constexpr int kLanes = 16;
 constexpr int64_t kBlock = 4096;
