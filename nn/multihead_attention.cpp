@@ -160,9 +160,26 @@ MultiheadAttention::Output MultiheadAttention::attend(Tape& tape, const Var& q, 
   return out;
 }
 
+// The same in one op: y = scaled_dot_attention(q, k, v) W_o^T + b_o
+//   q (B,T,*), k and v (B,S,*), heads from columns `cols` -> y (B,T,d)
+MultiheadAttention::Output MultiheadAttention::attend_fused(Tape& tape, const Var& q, const Var& k,
+                                                            const Var& v, ops::HeadColumns cols,
+                                                            const Tensor& key_valid, bool causal,
+                                                            Rng& rng) {
+  const int64_t b = q.dim(0), t = q.dim(1), s = k.dim(1);
+  const Tensor valid = attention_valid(key_valid, b, t, s, causal, q.dtype());
+  Tensor weights;
+  const Var merged = ops::scaled_dot_attention(q, k, v, heads_, dk_, cols, valid, dropout_, rng,
+                                               training(), &weights);
+  Output out;
+  out.weights = Var(std::move(weights));
+  out.y = out_proj_.forward(tape, merged);
+  return out;
+}
+
 MultiheadAttention::Output MultiheadAttention::forward(Tape& tape, const Var& query, const Var& key,
                                                        const Var& value, const Tensor& key_valid,
-                                                       bool causal, Rng& rng) {
+                                                       bool causal, Rng& rng, AttentionPath path) {
   const bool fit = query.ndim() == 3 && key.ndim() == 3 && value.ndim() == 3 &&
                    query.dim(2) == d_ && key.dim(2) == d_ && value.dim(2) == d_ &&
                    key.dim(0) == query.dim(0) && value.dim(0) == query.dim(0) &&
@@ -174,11 +191,21 @@ MultiheadAttention::Output MultiheadAttention::forward(Tape& tape, const Var& qu
         query.shape().str(), key.shape().str(), value.shape().str(), d_, d_, d_,
         causal ? " with S = T for a causal mask" : ""));
   const int64_t b = query.dim(0), t = query.dim(1), s = key.dim(1);
+  const bool one_kv = key.value().shares_storage(value.value()) && key.shape() == value.shape() &&
+                      key.node() == value.node();
+  if (path == AttentionPath::fused) {
+    const Var q = project(tape, query, 0);
+    if (one_kv) {
+      const Var kv = project(tape, key, 1, 2);  // (B,S,2d): k's heads, then v's
+      return attend_fused(tape, q, kv, kv, {0, 0, d_}, key_valid, causal, rng);
+    }
+    return attend_fused(tape, q, project(tape, key, 1), project(tape, value, 2), {}, key_valid,
+                        causal, rng);
+  }
   // (B,T,d) x (d,d)^T: q, k and v, each split into heads (B*h,L,dk)
   Var q = split_heads(project(tape, query, 0), 1)[0];
   Var k, v;
-  if (key.value().shares_storage(value.value()) && key.shape() == value.shape() &&
-      key.node() == value.node()) {
+  if (one_kv) {
     std::array<Var, 3> kv = split_heads(project(tape, key, 1, 2), 2);
     k = kv[0];
     v = kv[1];
@@ -191,12 +218,16 @@ MultiheadAttention::Output MultiheadAttention::forward(Tape& tape, const Var& qu
 
 MultiheadAttention::Output MultiheadAttention::self_attention(Tape& tape, const Var& x,
                                                               const Tensor& valid, bool causal,
-                                                              Rng& rng) {
+                                                              Rng& rng, AttentionPath path) {
   if (x.ndim() != 3 || x.dim(2) != d_)
     throw ShapeError(
         fmt::format("multihead_attention: input {} does not fit (B,T,{})", x.shape().str(), d_));
   const int64_t b = x.dim(0), t = x.dim(1);
   // (B,T,d) x (3d,d)^T -> (B,T,3d): q, k and v in one product
+  if (path == AttentionPath::fused) {
+    const Var qkv = project(tape, x, 0, 3);
+    return attend_fused(tape, qkv, qkv, qkv, {0, d_, 2 * d_}, valid, causal, rng);
+  }
   std::array<Var, 3> qkv = split_heads(project(tape, x, 0, 3), 3);
   return attend(tape, qkv[0], qkv[1], qkv[2], b, t, t, valid, causal, rng);
 }

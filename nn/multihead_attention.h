@@ -9,6 +9,7 @@
 #include "tapestry/core/random.h"
 #include "tapestry/nn/linear.h"
 #include "tapestry/nn/module.h"
+#include "tapestry/ops/scaled_dot_attention.h"
 
 namespace tapestry::nn {
 
@@ -31,6 +32,15 @@ struct KVCache {
 // Returns an undefined tensor when nothing is masked.
 Tensor attention_valid(const Tensor& key_valid, int64_t b, int64_t t, int64_t s, bool causal,
                        DType dtype);
+
+// How forward() and self_attention() record the attention between the projections:
+//   steps  op by op (scale, matmul, softmax, dropout, matmul, the reshapes and permutes that split
+//          and merge the heads), so that Output's weights and parts carry gradients: what
+//          `tapestry explain`, the gradient checks and the PyTorch comparisons read;
+//   fused  one ops::scaled_dot_attention over every head: the same bits, some twenty fewer nodes
+//          a call, and the heads read in place; Output's weights hold values only, parts are
+//          left undefined. The Transformer layers take it unless asked for the weights.
+enum class AttentionPath { steps, fused };
 
 class MultiheadAttention : public Module {
  public:
@@ -62,9 +72,11 @@ class MultiheadAttention : public Module {
   // keys j <= t. Dropout (training mode) on the weights, drawn from `rng`. Throws ShapeError
   // naming every shape unless they fit.
   Output forward(Tape& tape, const Var& query, const Var& key, const Var& value,
-                 const Tensor& key_valid, bool causal, Rng& rng);
+                 const Tensor& key_valid, bool causal, Rng& rng,
+                 AttentionPath path = AttentionPath::steps);
   // forward(x, x, x, ...): one product for q, k and v together.
-  Output self_attention(Tape& tape, const Var& x, const Tensor& valid, bool causal, Rng& rng);
+  Output self_attention(Tape& tape, const Var& x, const Tensor& valid, bool causal, Rng& rng,
+                        AttentionPath path = AttentionPath::steps);
 
   // ---- decoding, one position at a time (no gradient: call under NoGrad)
   // An empty self-attention cache for b rows and up to `capacity` positions.
@@ -95,6 +107,10 @@ class MultiheadAttention : public Module {
   std::array<Var, 3> split_heads(const Var& x, int n) const;
   Output attend(Tape& tape, const Var& q, const Var& k, const Var& v, int64_t b, int64_t t,
                 int64_t s, const Tensor& key_valid, bool causal, Rng& rng);
+  // The fused path from the projections on: q (B,T,*), k and v (B,S,*) with their heads from
+  // columns `cols`.
+  Output attend_fused(Tape& tape, const Var& q, const Var& k, const Var& v, ops::HeadColumns cols,
+                      const Tensor& key_valid, bool causal, Rng& rng);
 
   int64_t d_, heads_, dk_;
   double dropout_;

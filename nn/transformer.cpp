@@ -62,8 +62,10 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerLayerConfig& c
 Var TransformerEncoderLayer::forward(Tape& tape, const Var& x, const Tensor& valid, Rng& rng,
                                      Var* weights) {
   const bool train = training();
+  // Asked for the weights: record each step of the attention, so that they carry gradients.
+  const AttentionPath path = weights ? AttentionPath::steps : AttentionPath::fused;
   auto sa = [&](const Var& in) {
-    MultiheadAttention::Output o = self_attn_.self_attention(tape, in, valid, false, rng);
+    MultiheadAttention::Output o = self_attn_.self_attention(tape, in, valid, false, rng, path);
     if (weights) *weights = o.weights;
     return ops::dropout(o.y, c_.dropout, rng, train);
   };
@@ -113,8 +115,9 @@ Var TransformerDecoderLayer::forward(Tape& tape, const Var& x, const Var& memory
                                      const Tensor& tgt_valid, const Tensor& mem_valid, Rng& rng,
                                      Weights* weights) {
   const bool train = training();
+  const AttentionPath path = weights ? AttentionPath::steps : AttentionPath::fused;
   auto sa = [&](const Var& in) {
-    MultiheadAttention::Output o = self_attn_.self_attention(tape, in, tgt_valid, true, rng);
+    MultiheadAttention::Output o = self_attn_.self_attention(tape, in, tgt_valid, true, rng, path);
     if (weights) {
       weights->self = o.weights;
       weights->self_parts = o.parts;
@@ -123,7 +126,7 @@ Var TransformerDecoderLayer::forward(Tape& tape, const Var& x, const Var& memory
   };
   auto ca = [&](const Var& in) {
     MultiheadAttention::Output o =
-        cross_attn_.forward(tape, in, memory, memory, mem_valid, false, rng);
+        cross_attn_.forward(tape, in, memory, memory, mem_valid, false, rng, path);
     if (weights) {
       weights->cross = o.weights;
       weights->cross_parts = o.parts;

@@ -38,7 +38,8 @@ class TransformerEncoderLayer : public Module {
  public:
   TransformerEncoderLayer(const TransformerLayerConfig& c, Rng& rng, DType dtype = DType::f32);
   // x (B,S,d), valid (B,S) (1 real; undefined: all real) -> (B,S,d). With `weights`, the self-
-  // attention's per-head weights (B,h,S,S) are stored there.
+  // attention's per-head weights (B,h,S,S) are stored there, recorded step by step so that they
+  // carry gradients; without, the attention is one fused op (AttentionPath, the same bits).
   Var forward(Tape& tape, const Var& x, const Tensor& valid, Rng& rng, Var* weights = nullptr);
   MultiheadAttention& self_attn() { return self_attn_; }
 
@@ -63,7 +64,8 @@ class TransformerDecoderLayer : public Module {
     MultiheadAttention::Parts self_parts, cross_parts;
   };
   // x (B,T,d), memory (B,S,d), tgt_valid (B,T), mem_valid (B,S) -> (B,T,d); the self-attention is
-  // causal (position t sees positions <= t).
+  // causal (position t sees positions <= t). Attention recorded as in the encoder layer: step by
+  // step with `weights`, fused without.
   Var forward(Tape& tape, const Var& x, const Var& memory, const Tensor& tgt_valid,
               const Tensor& mem_valid, Rng& rng, Weights* weights = nullptr);
   // One new position x (B,d) against the caches (no gradient): equal to row t of forward() over

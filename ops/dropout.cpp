@@ -32,15 +32,19 @@ void dropout_backward(Tape& tape, const Node& n) {
 TAPESTRY_OP(kDropout, "dropout", dropout_backward,
             "y = x * m, m = (u >= p) / (1 - p);  dx += dy * m");
 
-Var dropout(const Var& x, double p, Rng& rng, bool training) {
+uint32_t dropout_cut(double p) {
   if (!(p >= 0 && p < 1)) throw ValueError(fmt::format("dropout: p = {} is outside [0, 1)", p));
+  // u_i = h_i / 2^32 with h_i = counter_hash32(key, i); u_i >= p  <=>  h_i >= ceil(p * 2^32).
+  const uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 0x1.0p32));
+  return static_cast<uint32_t>(std::min<uint64_t>(threshold, 0xffffffffULL));
+}
+
+Var dropout(const Var& x, double p, Rng& rng, bool training) {
+  const uint32_t cut = dropout_cut(p);
   if (!training || p == 0) return x;
   Tensor m = Tensor::empty(x.shape(), x.dtype());
   Tensor y = Tensor::empty(x.shape(), x.dtype());
-  // u_i = h_i / 2^32 with h_i = counter_hash32(key, i); u_i >= p  <=>  h_i >= ceil(p * 2^32).
   const uint64_t key = rng.next_u64();
-  const uint64_t threshold = static_cast<uint64_t>(std::ceil(p * 0x1.0p32));
-  const auto cut = static_cast<uint32_t>(std::min<uint64_t>(threshold, 0xffffffffULL));
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T keep = static_cast<T>(1.0 / (1.0 - p));

@@ -14,4 +14,9 @@ namespace tapestry::ops {
 // <= p < 1.
 Var dropout(const Var& x, double p, Rng& rng, bool training);
 
+// The keep test of dropout's i-th element under a stream key: kept where counter_hash32(key, i)
+// >= dropout_cut(p), i.e. u_i >= p. Ops that drop inside a fused kernel (scaled_dot_attention)
+// draw their masks with it, bit for bit as dropout would. Throws ValueError unless 0 <= p < 1.
+uint32_t dropout_cut(double p);
+
 }  // namespace tapestry::ops

@@ -10,6 +10,7 @@
 #include "tapestry/ops/norm.h"
 #include "tapestry/ops/reduce.h"
 #include "tapestry/ops/rnn_cells.h"
+#include "tapestry/ops/scaled_dot_attention.h"
 #include "tapestry/ops/shape_ops.h"
 #include "tapestry/ops/softmax.h"
 #include "tapestry/ops/unary.h"

@@ -44,6 +44,21 @@ template void softmax_row(const float*, const float*, float*, int64_t, int64_t, 
 template void softmax_row(const double*, const double*, double*, int64_t, int64_t, bool);
 }  // namespace forward
 
+namespace backward {
+template <class T>
+void softmax_row(const T* y, const T* dy, T* d, int64_t len, int64_t step, bool store) {
+  const int64_t end = len * step;
+  T dot = 0;
+  for (int64_t j = 0; j < end; j += step) dot += dy[j] * y[j];
+  if (store)
+    for (int64_t j = 0; j < end; j += step) d[j] = y[j] * (dy[j] - dot);
+  else
+    for (int64_t j = 0; j < end; j += step) d[j] = d[j] + y[j] * (dy[j] - dot);
+}
+template void softmax_row(const float*, const float*, float*, int64_t, int64_t, bool);
+template void softmax_row(const double*, const double*, double*, int64_t, int64_t, bool);
+}  // namespace backward
+
 namespace {
 
 // Calls f(base) for every row of `shape` along `axis`: base is the flat index of the row's first
@@ -111,14 +126,8 @@ void softmax_backward(Tape& tape, const Node& n) {
     const T* y = n.value.data<T>();
     const T* dy = n.grad.data<T>();
     T* d = dx->data<T>();
-    detail::first_or_added(first, [&](auto store) {
-      for_each_row(shape, axis, [&](int64_t base) {
-        const int64_t end = base + len * step;
-        T dot = 0;
-        for (int64_t j = base; j < end; j += step) dot += dy[j] * y[j];
-        for (int64_t j = base; j < end; j += step)
-          d[j] = store ? y[j] * (dy[j] - dot) : d[j] + y[j] * (dy[j] - dot);
-      });
+    for_each_row(shape, axis, [&](int64_t base) {
+      backward::softmax_row<T>(y + base, dy + base, d + base, len, step, first);
     });
   });
 }

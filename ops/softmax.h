@@ -29,4 +29,12 @@ template <class T>
 void softmax_row(const T* x, const T* mask, T* y, int64_t len, int64_t step, bool log);
 }  // namespace forward
 
+// Softmax's backward over one row (y its output, dy its gradient): dx = y * (dy - sum(dy * y)),
+// stored (`store`) or added to dx. Ops that take a softmax inside a fused kernel
+// (scaled_dot_attention) call it, and so give softmax's bits. Instantiated for float and double.
+namespace backward {
+template <class T>
+void softmax_row(const T* y, const T* dy, T* dx, int64_t len, int64_t step, bool store);
+}  // namespace backward
+
 }  // namespace tapestry::ops
