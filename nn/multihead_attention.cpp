@@ -191,8 +191,14 @@ MultiheadAttention::Output MultiheadAttention::forward(Tape& tape, const Var& qu
         query.shape().str(), key.shape().str(), value.shape().str(), d_, d_, d_,
         causal ? " with S = T for a causal mask" : ""));
   const int64_t b = query.dim(0), t = query.dim(1), s = key.dim(1);
-  const bool one_kv = key.value().shares_storage(value.value()) && key.shape() == value.shape() &&
-                      key.node() == value.node();
+  // One tensor as keys and values: the same node, or for constants (node -1) the same elements
+  // (shares_storage alone would take two views of one buffer for one).
+  const bool one_kv = key.node() == value.node() && key.value().shares_storage(value.value()) &&
+                      key.shape() == value.shape() &&
+                      (key.node() >= 0 || dispatch(key.dtype(), [&](auto tag) {
+                         using T = decltype(tag);
+                         return key.value().data<T>() == value.value().data<T>();
+                       }));
   if (path == AttentionPath::fused) {
     const Var q = project(tape, query, 0);
     if (one_kv) {

@@ -22,7 +22,8 @@ struct HeadColumns {
 // query, e.g. causal), 1 at real keys and 0 at masked ones, as nn::attention_valid makes it.
 // Dropout (when training and p > 0) draws one stream from `rng`, as ops::dropout does on the
 // weights (B*h,T,S). If `weights` is given it receives a (B,h,T,S) before dropout: values only,
-// no gradient flows through it. Throws ShapeError naming every shape when they do not fit,
+// no gradient flows through it, and it is the tensor the op saves for its backward (read it, do
+// not write into it). Throws ShapeError naming every shape when they do not fit,
 // DTypeError when the dtypes differ, ValueError for a p outside [0, 1).
 Var scaled_dot_attention(const Var& q, const Var& k, const Var& v, int64_t heads, int64_t dk,
                          HeadColumns cols, const Tensor& valid, double dropout, Rng& rng,
