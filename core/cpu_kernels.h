@@ -81,7 +81,8 @@ struct Kernels {
   float (*softmax_rest)(const float* x, int64_t n, float m);
   void (*softmax_grad)(const float* z, float* d, int64_t n, float m, float r, float g, float u);
   void (*tanh_of_sum)(const float* p, const float* q, float* y, int64_t n);
-  float (*tanh_dot)(const float* p, const float* q, const float* v, int64_t n);
+  void (*tanh_dots)(const float* p, const float* q, const float* v, int64_t n, int64_t rows,
+                    float* e);
   void (*gru_row)(const float* x, const float* w, const float* bias, const float* h, float* r,
                   float* z, float* n, float* ghn, float* y, int64_t hs);
   void (*lstm_row)(const float* x, const float* w, const float* bias, const float* c, float* g,

@@ -181,6 +181,13 @@ TAPESTRY_LOOP T tanh_dot(const T* __restrict p, const T* __restrict q, const T* 
   return sum;
 }
 
+// e[j] = tanh_dot(p + j n, q, v, n) for each of `rows` rows of p (rows,n): one query's additive
+// scores against every key.
+template <class T>
+TAPESTRY_LOOP void tanh_dots(const T* p, const T* q, const T* v, int64_t n, int64_t rows, T* e) {
+  for (int64_t j = 0; j < rows; ++j) e[j] = tanh_dot(p + j * n, q, v, n);
+}
+
 // One row of a GRU step: x, w (3H) the input and hidden projections, bias (3H) the hidden bias,
 // h (H) the state; out r, z, n, ghn = w_n + b_n, and y = h' = n + z (h - n). Loops over distinct
 // arrays (restrict), so each vectorises.

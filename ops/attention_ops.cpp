@@ -61,13 +61,12 @@ TAPESTRY_OP(kAdditiveScores, "additive_scores", additive_scores_backward,
             "dv += sum de t");
 
 namespace forward {
-// e[i,j] = v . tanh(p[i,j,:] + q[i,:]), each in one pass over its row (detail::tanh_dot).
+// e[i,j] = v . tanh(p[i,j,:] + q[i,:]), each in one pass over its row (detail::tanh_dots).
 template <class T>
 void additive_scores(const T* pp, const T* pq, const T* pv, T* pe, int64_t b, int64_t s,
                      int64_t a) {
   for (int64_t i = 0; i < b; ++i)
-    for (int64_t j = 0; j < s; ++j)
-      pe[i * s + j] = detail::tanh_dot(pp + (i * s + j) * a, pq + i * a, pv, a);
+    detail::tanh_dots(pp + i * s * a, pq + i * a, pv, a, s, pe + i * s);
 }
 template void additive_scores(const float*, const float*, const float*, float*, int64_t, int64_t,
                               int64_t);

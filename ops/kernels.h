@@ -101,11 +101,11 @@ void tanh_of_sum(const T* p, const T* q, T* y, int64_t n) {
     loops::tanh_of_sum(p, q, y, n);
 }
 template <class T>
-T tanh_dot(const T* p, const T* q, const T* v, int64_t n) {
+void tanh_dots(const T* p, const T* q, const T* v, int64_t n, int64_t rows, T* e) {
   if constexpr (std::is_same_v<T, float>)
-    return cpu::kernels().tanh_dot(p, q, v, n);
+    cpu::kernels().tanh_dots(p, q, v, n, rows, e);
   else
-    return loops::tanh_dot(p, q, v, n);
+    loops::tanh_dots(p, q, v, n, rows, e);
 }
 template <class T>
 void gru_row(const T* x, const T* w, const T* bias, const T* h, T* r, T* z, T* n, T* ghn, T* y,

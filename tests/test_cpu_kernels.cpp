@@ -412,7 +412,7 @@ bool same_bits(float a, float b) {
 
 }  // namespace
 
-TEST_CASE("the AVX2 set's tanh, tanh_of_sum and tanh_dot have the plain loops' bits",
+TEST_CASE("the AVX2 set's tanh, tanh_of_sum and tanh_dots have the plain loops' bits",
           "[cpu_kernels]") {
   // Its tanh is written with intrinsics (GCC's vectorised clamps cost 11 instructions a vector),
   // operation for operation as the plain loop compiles for AVX2: every float's tanh must keep its
@@ -434,23 +434,30 @@ TEST_CASE("the AVX2 set's tanh, tanh_of_sum and tanh_dot have the plain loops' b
   CHECK(differ == 0);
   Rng rng(41);
   for (int64_t n : {1, 7, 8, 15, 16, 17, 40, 64, 100}) {
+    // 19 rows: two whole blocks of the kernel's 8 rows and a part of one.
+    const int64_t rows = 19;
     INFO("n " << n);
-    auto p = random_floats(static_cast<size_t>(n), rng), q = random_floats(p.size(), rng),
-         v = random_floats(p.size(), rng);
+    auto p = random_floats(static_cast<size_t>(rows * n), rng),
+         q = random_floats(static_cast<size_t>(n), rng), v = random_floats(q.size(), rng);
     for (auto& e : p) e *= 14.0f;  // p + q past the clamps at +-10 too
-    std::vector<float> t(p.size());
-    kern->tanh_of_sum(p.data(), q.data(), t.data(), n);
-    float lane[16] = {};
-    const int64_t full = n / 16 * 16;
-    for (int64_t k = 0; k < n; ++k) {
-      const float want = tanh_fused(p[k] + q[k]);
-      REQUIRE(same_bits(t[k], want));
-      if (k < full) lane[k % 16] = std::fma(v[k], want, lane[k % 16]);
+    std::vector<float> t(q.size()), e(static_cast<size_t>(rows));
+    kern->tanh_dots(p.data(), q.data(), v.data(), n, rows, e.data());
+    for (int64_t j = 0; j < rows; ++j) {
+      INFO("row " << j);
+      const float* pj = p.data() + j * n;
+      kern->tanh_of_sum(pj, q.data(), t.data(), n);
+      float lane[16] = {};
+      const int64_t full = n / 16 * 16;
+      for (int64_t k = 0; k < n; ++k) {
+        const float want = tanh_fused(pj[k] + q[k]);
+        REQUIRE(same_bits(t[k], want));
+        if (k < full) lane[k % 16] = std::fma(v[k], want, lane[k % 16]);
+      }
+      float sum = 0;
+      for (float l : lane) sum += l;
+      for (int64_t k = full; k < n; ++k) sum = std::fma(v[k], tanh_fused(pj[k] + q[k]), sum);
+      REQUIRE(same_bits(e[j], sum));
     }
-    float sum = 0;
-    for (float l : lane) sum += l;
-    for (int64_t k = full; k < n; ++k) sum = std::fma(v[k], tanh_fused(p[k] + q[k]), sum);
-    REQUIRE(same_bits(kern->tanh_dot(p.data(), q.data(), v.data(), n), sum));
   }
 }
 
@@ -490,8 +497,9 @@ TEST_CASE("every capability's attention and recurrent rows match double loops", 
     const auto h = random_floats(static_cast<size_t>(n), rng);
     const std::vector<double> pd(p.begin(), p.end()), qd(q.begin(), q.end()),
         vd(v.begin(), v.end()), hd(h.begin(), h.end());
-    // Double references through the same loops.
-    const double dot = loops::tanh_dot(pd.data(), qd.data(), vd.data(), n);
+    // Double references through the same loops; the scores of p's 4 rows of n against q.
+    std::vector<double> dots(4);
+    loops::tanh_dots(pd.data(), qd.data(), vd.data(), n, 4, dots.data());
     std::vector<double> gr(static_cast<size_t>(3 * n)), ghn(n), gy(n), lg(4 * n), lc(n), lh(n);
     loops::gru_row(pd.data(), qd.data(), vd.data(), hd.data(), gr.data(), gr.data() + n,
                    gr.data() + 2 * n, ghn.data(), gy.data(), n);
@@ -502,7 +510,14 @@ TEST_CASE("every capability's attention and recurrent rows match double loops", 
     };
     for (const cpu::Kernels* kern : runnable()) {
       INFO(cpu::capability_name(kern->capability) << " n " << n);
-      REQUIRE(std::abs(kern->tanh_dot(p.data(), q.data(), v.data(), n) - dot) <= 1e-6 * (1 + n));
+      std::vector<float> scores(4);
+      kern->tanh_dots(p.data(), q.data(), v.data(), n, 4, scores.data());
+      for (int64_t j = 0; j < 4; ++j) {
+        REQUIRE(std::abs(scores[j] - dots[j]) <= 1e-6 * (1 + n));
+        float alone = 0;  // a row scored on its own has the bits it has among the others
+        kern->tanh_dots(p.data() + j * n, q.data(), v.data(), n, 1, &alone);
+        REQUIRE(same_bits(alone, scores[j]));
+      }
       std::vector<float> t(static_cast<size_t>(n));
       kern->tanh_of_sum(p.data(), q.data(), t.data(), n);
       std::vector<double> td(static_cast<size_t>(n));
