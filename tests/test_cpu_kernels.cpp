@@ -406,6 +406,21 @@ float tanh_fused(float x) {
   return std::copysign(m / (m + 2.0f), x);
 }
 
+// fastmath::sigmoid as GCC fuses it for AVX2 with FMA: 1 / (1 + e^-x), e^-x's p r + 1 and the
+// 1 + p 2^n fused.
+float sigmoid_fused(float x) {
+  float c = -x;
+  c = -87.0f > c ? -87.0f : c;
+  c = 88.0f < c ? 88.0f : c;
+  const float n = std::nearbyint(c * 1.44269504088896341f);
+  const float r = std::fma(-n, 1.42860682030941723e-6f, std::fma(-n, 0.693145751953125f, c));
+  float p = 1.0f / 5040;
+  for (const float coef : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
+    p = std::fma(p, r, coef);
+  const float two_n = std::bit_cast<float>(static_cast<int32_t>(n + 127.0f) << 23);
+  return 1.0f / std::fma(p, two_n, 1.0f);
+}
+
 bool same_bits(float a, float b) {
   return std::memcmp(&a, &b, sizeof(float)) == 0;
 }
@@ -457,6 +472,55 @@ TEST_CASE("the AVX2 set's tanh, tanh_of_sum and tanh_dots have the plain loops' 
       for (float l : lane) sum += l;
       for (int64_t k = full; k < n; ++k) sum = std::fma(v[k], tanh_fused(pj[k] + q[k]), sum);
       REQUIRE(same_bits(e[j], sum));
+    }
+  }
+}
+
+TEST_CASE("the AVX2 set's GRU row has the plain loop's bits", "[cpu_kernels]") {
+  // Written with intrinsics (sigmoid8, tanh8), operation for operation as GCC vectorises
+  // loops::gru_row for AVX2: r, z = sigmoid((x + w) + b), n = tanh(x_n + r (w_n + b_n)) and
+  // y = n + z (h - n), the products fused into the adds.
+  const cpu::Kernels* kern = cpu::kernels_for(Capability::avx2);
+  if (!kern) {
+    WARN("this CPU cannot run the avx2 kernels: not tested here");
+    return;
+  }
+  // Every sigmoid: a row as wide as a sweep of floats, x the float and w, b zeros for r.
+  std::vector<float> sweep;
+  for (uint64_t u = 0; u <= 0xFFFFFFFFu; u += 4093)
+    sweep.push_back(std::bit_cast<float>(uint32_t(u)));
+  for (float special :
+       {0.0f, -0.0f, 87.0f, -87.0f, 88.0f, -88.0f, 1e-30f, INFINITY, -INFINITY, NAN})
+    sweep.push_back(special);
+  const int64_t wide = static_cast<int64_t>(sweep.size());
+  std::vector<float> x(static_cast<size_t>(3 * wide)), zeros(x.size()), h(sweep.size()),
+      gates(static_cast<size_t>(4 * wide)), y(sweep.size());
+  std::copy(sweep.begin(), sweep.end(), x.begin());
+  kern->gru_row(x.data(), zeros.data(), zeros.data(), h.data(), gates.data(), gates.data() + wide,
+                gates.data() + 2 * wide, gates.data() + 3 * wide, y.data(), wide);
+  int64_t differ = 0;
+  for (int64_t j = 0; j < wide; ++j) differ += !same_bits(gates[j], sigmoid_fused(sweep[j] + 0.0f));
+  CHECK(differ == 0);
+  Rng rng(43);
+  for (int64_t hs : {1, 5, 8, 13, 16, 64, 100}) {
+    INFO("hs " << hs);
+    auto xs = random_floats(static_cast<size_t>(3 * hs), rng), w = random_floats(xs.size(), rng),
+         b = random_floats(xs.size(), rng), hv = random_floats(static_cast<size_t>(hs), rng);
+    for (auto& e : xs) e *= 30.0f;  // past the clamps too
+    std::vector<float> g(static_cast<size_t>(4 * hs)), out(static_cast<size_t>(hs));
+    kern->gru_row(xs.data(), w.data(), b.data(), hv.data(), g.data(), g.data() + hs,
+                  g.data() + 2 * hs, g.data() + 3 * hs, out.data(), hs);
+    for (int64_t j = 0; j < hs; ++j) {
+      INFO("column " << j);
+      const float r = sigmoid_fused(xs[j] + w[j] + b[j]);
+      const float z = sigmoid_fused(xs[hs + j] + w[hs + j] + b[hs + j]);
+      const float ghn = w[2 * hs + j] + b[2 * hs + j];
+      const float n = tanh_fused(std::fma(r, ghn, xs[2 * hs + j]));
+      REQUIRE(same_bits(g[j], r));
+      REQUIRE(same_bits(g[hs + j], z));
+      REQUIRE(same_bits(g[2 * hs + j], n));
+      REQUIRE(same_bits(g[3 * hs + j], ghn));
+      REQUIRE(same_bits(out[j], std::fma(z, hv[j] - n, n)));
     }
   }
 }
