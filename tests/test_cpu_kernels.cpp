@@ -525,6 +525,29 @@ TEST_CASE("the AVX2 set's GRU row has the plain loop's bits", "[cpu_kernels]") {
   }
 }
 
+TEST_CASE("the AVX2 set's maximum has the plain loop's bits", "[cpu_kernels]") {
+  // Written with intrinsics: each of the 16 lanes keeps x > lane ? x : lane in the loop's order,
+  // so a NaN is passed over and, of +0 and -0, the first one a lane meets stays.
+  const cpu::Kernels* kern = cpu::kernels_for(Capability::avx2);
+  if (!kern) {
+    WARN("this CPU cannot run the avx2 kernels: not tested here");
+    return;
+  }
+  Rng rng(47);
+  for (int64_t n : {0, 1, 7, 15, 16, 17, 33, 100, 998}) {
+    for (int pattern = 0; pattern < 4; ++pattern) {
+      INFO("n " << n << " pattern " << pattern);
+      auto x = random_floats(static_cast<size_t>(n), rng);
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (pattern == 1) x[i] = i % 3 == 0 ? -0.0f : (i % 3 == 1 ? 0.0f : -1.0f);  // zeros tie
+        if (pattern == 2 && i % 5 == 0) x[i] = NAN;
+        if (pattern == 3) x[i] = i % 2 ? -INFINITY : x[i] - 2.0f;
+      }
+      REQUIRE(same_bits(kern->max_value(x.data(), n), loops::max_value(x.data(), n)));
+    }
+  }
+}
+
 TEST_CASE("every capability's softmax rows match double loops", "[cpu_kernels]") {
   Rng rng(11);
   for (int64_t n : kLengths) {
