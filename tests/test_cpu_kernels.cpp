@@ -421,6 +421,46 @@ float sigmoid_fused(float x) {
   return 1.0f / std::fma(p, two_n, 1.0f);
 }
 
+// e^d = p 2^n as fastmath::exp computes it for AVX2 with FMA, d clamped to [-87, 88], with p's
+// last step fused (p r + 1); the caller fuses the product p 2^n into its own add.
+std::pair<float, float> exp_parts_fused(float d) {
+  float c = -87.0f > d ? -87.0f : d;
+  c = 88.0f < c ? 88.0f : c;
+  const float n = std::nearbyint(c * 1.44269504088896341f);
+  const float r = std::fma(-n, 1.42860682030941723e-6f, std::fma(-n, 0.693145751953125f, c));
+  float p = 1.0f / 5040;
+  for (const float coef : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
+    p = std::fma(p, r, coef);
+  return {p, std::bit_cast<float>(static_cast<int32_t>(n + 127.0f) << 23)};
+}
+
+// loops::softmax_rest as GCC compiles it for AVX2: in the 16 lanes, e^d - one with the
+// subtraction fused; in the last n % 16 elements, e^d fused into the running sum.
+float softmax_rest_fused(const float* x, int64_t n, float m) {
+  const int64_t full = std::isfinite(m) ? n / 16 * 16 : 0;
+  float lane[16] = {}, count[16] = {};
+  for (int64_t i = 0; i < full; i += 16)
+    for (int u = 0; u < 16; ++u) {
+      const float d = x[i + u] - m, one = d == 0.0f ? 1.0f : 0.0f;
+      const auto [p, two_n] = exp_parts_fused(d);
+      lane[u] = lane[u] + std::fma(p, two_n, -one);
+      count[u] = count[u] + one;
+    }
+  float rest = 0, maxima = 0;
+  for (int u = 0; u < 16; ++u) rest += lane[u], maxima += count[u];
+  for (int64_t i = full; i < n; ++i) {
+    if (x[i] == m) {
+      rest += 0.0f;
+      maxima += 1.0f;
+    } else {
+      const auto [p, two_n] = exp_parts_fused(x[i] - m);
+      rest = std::fma(p, two_n, rest);
+      maxima += 0.0f;
+    }
+  }
+  return rest + (maxima - 1);
+}
+
 bool same_bits(float a, float b) {
   return std::memcmp(&a, &b, sizeof(float)) == 0;
 }
@@ -546,6 +586,41 @@ TEST_CASE("the AVX2 set's maximum has the plain loop's bits", "[cpu_kernels]") {
       REQUIRE(same_bits(kern->max_value(x.data(), n), loops::max_value(x.data(), n)));
     }
   }
+}
+
+TEST_CASE("the AVX2 set's softmax normaliser has the plain loop's bits", "[cpu_kernels]") {
+  // Its vector loop is written with intrinsics (exp's clamps as max and min), the lanes' sum and
+  // the last elements are the loop's own code: rows with ties at the maximum, terms far below it
+  // (past exp's clamp), every length around the 16 lanes, and rows whose maximum is infinite.
+  const cpu::Kernels* kern = cpu::kernels_for(Capability::avx2);
+  if (!kern) {
+    WARN("this CPU cannot run the avx2 kernels: not tested here");
+    return;
+  }
+  Rng rng(53);
+  for (int64_t n : {1, 7, 15, 16, 17, 40, 100, 998}) {
+    for (int pattern = 0; pattern < 5; ++pattern) {
+      INFO("n " << n << " pattern " << pattern);
+      auto x = random_floats(static_cast<size_t>(n), rng);
+      for (size_t i = 0; i < x.size(); ++i) {
+        x[i] *= 12.0f;
+        if (pattern == 1 && i % 4 == 0) x[i] = 12.0f;    // ties at the maximum
+        if (pattern == 2 && i % 3 == 0) x[i] -= 200.0f;  // e^d below the clamp at -87
+        if (pattern == 3) x[i] = -INFINITY;              // the maximum is -inf
+        if (pattern == 4 && i == x.size() / 2) x[i] = INFINITY;
+      }
+      const float m = kern->max_value(x.data(), n);
+      const float got = kern->softmax_rest(x.data(), n, m),
+                  want = softmax_rest_fused(x.data(), n, m);
+      if (std::isnan(want))
+        REQUIRE(std::isnan(got));
+      else
+        REQUIRE(same_bits(got, want));
+    }
+  }
+  std::vector<float> with_nan{1.0f, 2.0f, NAN,  0.5f, 3.0f, 1.0f, 2.0f, 0.0f,
+                              1.0f, 2.0f, 1.0f, 0.5f, 3.0f, 1.0f, 2.0f, 0.0f};
+  CHECK(std::isnan(kern->softmax_rest(with_nan.data(), 16, 3.0f)));
 }
 
 TEST_CASE("every capability's softmax rows match double loops", "[cpu_kernels]") {
