@@ -1,4 +1,5 @@
-// Helpers of the float32 function tests: distance in ulps, and a sweep over a range of floats.
+// Helpers of the float32 function tests: distance in ulps, equality to the bit, and a sweep over a
+// range of floats.
 #pragma once
 
 #include <cmath>
@@ -14,6 +15,11 @@ inline int64_t ulps(float a, float b) {
   std::memcpy(&ia, &a, 4);
   std::memcpy(&ib, &b, 4);
   return std::abs(static_cast<int64_t>(ia) - ib);
+}
+
+// Whether a and b are the same float to the bit (+0 and -0 differ, a NaN equals only its own bits).
+inline bool same_bits(float a, float b) {
+  return std::memcmp(&a, &b, sizeof(float)) == 0;
 }
 
 // Calls f for every float in [lo, hi] with a relative step of 1e-5 (and 1e-9 near zero): about 3

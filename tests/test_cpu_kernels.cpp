@@ -388,14 +388,6 @@ TEST_CASE("every capability's exp, tanh and sigmoid keep the fast functions' ulp
   }
 }
 
-namespace {
-
-bool same_bits(float a, float b) {
-  return std::memcmp(&a, &b, sizeof(float)) == 0;
-}
-
-}  // namespace
-
 TEST_CASE("every capability's softmax rows match double loops", "[cpu_kernels]") {
   Rng rng(11);
   for (int64_t n : kLengths) {
@@ -451,7 +443,7 @@ TEST_CASE("every capability's attention and recurrent rows match double loops", 
         REQUIRE(std::abs(scores[j] - dots[j]) <= 1e-6 * (1 + n));
         float alone = 0;  // a row scored on its own has the bits it has among the others
         kern->tanh_dots(p.data() + j * n, q.data(), v.data(), n, 1, &alone);
-        REQUIRE(same_bits(alone, scores[j]));
+        REQUIRE(testing::same_bits(alone, scores[j]));
       }
       std::vector<float> t(static_cast<size_t>(n));
       kern->tanh_of_sum(p.data(), q.data(), t.data(), n);

@@ -5,18 +5,26 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <utility>
 #include <vector>
 
+#include "float_sweep.h"
 #include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/random.h"
 #include "tapestry/core/vector_loops.h"
 
 using namespace tapestry;
 using cpu::Capability;
+using testing::same_bits;
 
 namespace {
+
+// The AVX2 set, or null (said in a warning) where this CPU cannot run it.
+const cpu::Kernels* avx2_kernels() {
+  const cpu::Kernels* kern = cpu::kernels_for(Capability::avx2);
+  if (!kern) WARN("this CPU cannot run the avx2 kernels: not tested here");
+  return kern;
+}
 
 std::vector<float> random_floats(size_t n, Rng& rng) {
   std::vector<float> v(n);
@@ -90,10 +98,6 @@ float softmax_rest_fused(const float* x, int64_t n, float m) {
   return rest + (maxima - 1);
 }
 
-bool same_bits(float a, float b) {
-  return std::memcmp(&a, &b, sizeof(float)) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("the AVX2 set's tanh, tanh_of_sum and tanh_dots have the plain loops' bits",
@@ -102,11 +106,8 @@ TEST_CASE("the AVX2 set's tanh, tanh_of_sum and tanh_dots have the plain loops' 
   // operation for operation as the plain loop compiles for AVX2: every float's tanh must keep its
   // bits, and the scores are the sum of loops::tanh_dot's 16 lanes (fused multiply-adds) in its
   // order, then the tail fused into the sum one element at a time.
-  const cpu::Kernels* kern = cpu::kernels_for(Capability::avx2);
-  if (!kern) {
-    WARN("this CPU cannot run the avx2 kernels: not tested here");
-    return;
-  }
+  const cpu::Kernels* kern = avx2_kernels();
+  if (!kern) return;
   std::vector<float> x;
   for (uint64_t u = 0; u <= 0xFFFFFFFFu; u += 4093) x.push_back(std::bit_cast<float>(uint32_t(u)));
   for (float special : {0.0f, -0.0f, 10.0f, -10.0f, 9.999999f, 1e-30f, INFINITY, -INFINITY, NAN})
@@ -149,11 +150,8 @@ TEST_CASE("the AVX2 set's GRU row has the plain loop's bits", "[cpu_kernels]") {
   // Written with intrinsics (sigmoid8, tanh8), operation for operation as GCC vectorises
   // loops::gru_row for AVX2: r, z = sigmoid((x + w) + b), n = tanh(x_n + r (w_n + b_n)) and
   // y = n + z (h - n), the products fused into the adds.
-  const cpu::Kernels* kern = cpu::kernels_for(Capability::avx2);
-  if (!kern) {
-    WARN("this CPU cannot run the avx2 kernels: not tested here");
-    return;
-  }
+  const cpu::Kernels* kern = avx2_kernels();
+  if (!kern) return;
   // Every sigmoid: a row as wide as a sweep of floats, x the float and w, b zeros for r.
   std::vector<float> sweep;
   for (uint64_t u = 0; u <= 0xFFFFFFFFu; u += 4093)
@@ -204,11 +202,8 @@ TEST_CASE("the AVX2 set's LSTM row has the plain loop's bits", "[cpu_kernels]") 
   // Written with intrinsics (sigmoid8, tanh8), operation for operation as GCC vectorises
   // loops::lstm_row for AVX2: gates (x + w) + b, c2 = f c + (i u) with f c fused into the add,
   // h2 = o tanh(c2).
-  const cpu::Kernels* kern = cpu::kernels_for(Capability::avx2);
-  if (!kern) {
-    WARN("this CPU cannot run the avx2 kernels: not tested here");
-    return;
-  }
+  const cpu::Kernels* kern = avx2_kernels();
+  if (!kern) return;
   Rng rng(59);
   for (int64_t hs : {1, 3, 5, 8, 13, 16, 64, 100}) {
     INFO("hs " << hs);
@@ -237,11 +232,8 @@ TEST_CASE("the AVX2 set's LSTM row has the plain loop's bits", "[cpu_kernels]") 
 TEST_CASE("the AVX2 set's maximum has the plain loop's bits", "[cpu_kernels]") {
   // Written with intrinsics: each of the 16 lanes keeps x > lane ? x : lane in the loop's order,
   // so a NaN is passed over and, of +0 and -0, the first one a lane meets stays.
-  const cpu::Kernels* kern = cpu::kernels_for(Capability::avx2);
-  if (!kern) {
-    WARN("this CPU cannot run the avx2 kernels: not tested here");
-    return;
-  }
+  const cpu::Kernels* kern = avx2_kernels();
+  if (!kern) return;
   Rng rng(47);
   for (int64_t n : {0, 1, 7, 15, 16, 17, 33, 100, 998}) {
     for (int pattern = 0; pattern < 4; ++pattern) {
@@ -261,11 +253,8 @@ TEST_CASE("the AVX2 set's softmax normaliser has the plain loop's bits", "[cpu_k
   // Its vector loop is written with intrinsics (exp's clamps as max and min), the lanes' sum and
   // the last elements are the loop's own code: rows with ties at the maximum, terms far below it
   // (past exp's clamp), every length around the 16 lanes, and rows whose maximum is infinite.
-  const cpu::Kernels* kern = cpu::kernels_for(Capability::avx2);
-  if (!kern) {
-    WARN("this CPU cannot run the avx2 kernels: not tested here");
-    return;
-  }
+  const cpu::Kernels* kern = avx2_kernels();
+  if (!kern) return;
   Rng rng(53);
   for (int64_t n : {1, 7, 15, 16, 17, 40, 100, 998}) {
     for (int pattern = 0; pattern < 5; ++pattern) {
