@@ -19,7 +19,7 @@ namespace tapestry::blas {
 namespace {
 
 // Matrix-vector products up to this many multiply-adds run in the kernels' gemv_rows
-// (core/cpu_kernels_body.inc), whose vector paths beat OpenBLAS's sgemv where its call overhead
+// (core/cpu_kernels_small.inc), whose vector paths beat OpenBLAS's sgemv where its call overhead
 // matters; larger ones, and every one when only the portable kernels run, go to OpenBLAS.
 constexpr int64_t kSmallGemv = int64_t{1} << 16;
 

@@ -1,5 +1,5 @@
 // Packed weights: W repacked once into panels of 16 rows, multiplied by the kernels of
-// core/cpu_kernels_body.inc (AVX-512, AVX2 or portable, chosen at run time); the pack cache.
+// core/cpu_kernels_panels.inc (AVX-512, AVX2 or portable, chosen at run time); the pack cache.
 #include "tapestry/core/packed.h"
 
 #include <fmt/format.h>
@@ -50,7 +50,7 @@ void PackedMatrix::pack(const Tensor& w, PackView view) {
   // The new buffer first: if it cannot be had, this pack stays as it was.
   if (!buffer_.defined() || buffer_.numel() < size) buffer_ = Tensor::empty({size}, DType::f32);
   n_ = n, k_ = k;
-  static_assert(kPanel == 16, "cpu_kernels_body.inc packs panels of 16 rows");
+  static_assert(kPanel == 16, "cpu_kernels_panels.inc packs panels of 16 rows");
   float* out = buffer_.data<float>();
   const float* src = w.data<float>() + view.col0;
   if (!view.transposed) {

@@ -86,7 +86,7 @@ TAPESTRY_LOOP T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
 
 // c (M,N) = alpha op(a) op(b) + beta c for a product too small for BLAS to pay its call (an
 // attention head's scores, 10 x 10 x 16): each element one sum over k in order; beta = 0 never
-// reads c. The reference the vector kernels of core/cpu_kernels_body.inc are tested against; they
+// reads c. The reference the vector kernels of core/cpu_kernels_small.inc are tested against; they
 // copy a transposed b into K x N floats of room.
 inline constexpr int64_t kSmallGemmCols = 64;
 template <class T>
