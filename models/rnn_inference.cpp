@@ -13,6 +13,7 @@
 
 #include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/packed.h"
+#include "tapestry/core/parallel.h"
 #include "tapestry/models/vocab.h"
 #include "tapestry/ops/attention_ops.h"
 #include "tapestry/ops/kernels.h"
@@ -226,18 +227,36 @@ class RnnInference final : public Stepper {
       tail_.run(r, n, t);
       for (int64_t i = 0; i < n * g; ++i) gx0[i] += t[i];
     };
+    // One sentence with a second core free: the first cell's W_hh product, which needs only
+    // s_{t-1}, runs on that core while this one makes the cell's input (the attention and the
+    // tail's product); the two write apart (hw_; the attention's buffers and gx0). That core reads
+    // the product's halves in alternate orders, for the half it read last to be in its L1.
+    const CellWeights& w0 = decoder_[0];
+    const bool beside = n == 1 && parallel_threads() >= 2 && !in_parallel_region();
+    auto input_beside_hidden = [&](auto&& input) {
+      float* hw = sized(hw_, w0.hh.out());
+      parallel_run(2, [&](int job) {
+        if (job == 1) return w0.hh.run_halves(h_[0].data(), hw, t % 2 == 1);
+        input();
+      });
+    };
     if (config_.decoder == DecoderKind::bahdanau) {
-      // One sentence: the first cell's W_hh product (it needs only s_{t-1}) is the last product
-      // before the cell at even steps and the first of the step at odd ones, its halves in
-      // opposite orders (Product::run_halves), so that an odd step reads the half the step before
-      // it read last from L1 (the output layer's product between them is small).
-      const bool hh_first = n == 1 && t % 2 == 1;
-      if (hh_first) {
-        const CellWeights& w = decoder_[0];
-        w.hh.run_halves(h_[0].data(), sized(hw_, w.hh.out()), true);
+      const float* ctx = nullptr;
+      auto input = [&] {
+        ctx = attend(h_[config_.layers - 1].data(), a);
+        add_tail(ctx);
+      };
+      // On one core the product is the last before the cell at even steps and the first of the
+      // step at odd ones, its halves in opposite orders (Product::run_halves), so that an odd step
+      // reads the half the step before it read last from L1 (the output layer's product between
+      // them is small).
+      const bool hh_first = beside || (n == 1 && t % 2 == 1);
+      if (beside) {
+        input_beside_hidden(input);
+      } else {
+        if (hh_first) w0.hh.run_halves(h_[0].data(), sized(hw_, w0.hh.out()), true);
+        input();
       }
-      const float* ctx = attend(h_[config_.layers - 1].data(), a);
-      add_tail(ctx);
       run_cells(gx0, hh_first);
       const float* s = h_[config_.layers - 1].data();
       const float* features = s;
@@ -253,8 +272,12 @@ class RnnInference final : public Stepper {
       }
       out_.run(features, n, logits_out(n));
     } else {
-      add_tail(feed_.data());
-      run_cells(gx0);
+      auto input = [&] { add_tail(feed_.data()); };
+      if (beside)
+        input_beside_hidden(input);
+      else
+        input();
+      run_cells(gx0, beside);
       const float* top = h_[config_.layers - 1].data();
       const float* ctx = attend(top, a);
       // h~_t = tanh(W_c [c_t; h_t])
