@@ -56,6 +56,7 @@ class Pool {
     for (auto& t : threads_) t.join();
   }
   int workers() const { return static_cast<int>(threads_.size()); }
+  bool any_sleeping() const { return to_caller_.sleeping.load(std::memory_order_relaxed) > 0; }
 
   void run(int n, JobRef f) {
     std::unique_lock lock(run_mu_);  // one parallel_run at a time
@@ -162,6 +163,10 @@ Pool& pool() {
 
 bool in_parallel_region() {
   return in_parallel;
+}
+
+bool parallel_workers_awake() {
+  return parallel_threads() > 1 && !pool().any_sleeping();
 }
 
 int parallel_threads() {

@@ -38,9 +38,15 @@ int parallel_threads();
 void set_parallel_threads(int n);
 // True inside a parallel_run job (where nested parallel_runs run serially).
 bool in_parallel_region();
+// Whether a job handed to the pool now would start at once: more than one core in use and no
+// worker asleep. A worker idle for longer than it spins sleeps, and waking it through the kernel
+// took 100-250 us on the 2-core virtual machines here: more than a small model's whole optimizer
+// pass, which then runs on this core alone (its split into jobs, and so its results, unchanged).
+bool parallel_workers_awake();
 
 // Elementwise passes over all parameters (clipping, Adam) split across the cores only from this
-// many elements on: below it (a tiny model has 66K) waking the other core costs more than it saves.
+// many elements on (below it, a tiny model's 66K, handing half to the other core costs more than
+// it saves), and only while the workers are awake (parallel_workers_awake).
 inline constexpr int64_t kParallelMinElements = int64_t{1} << 17;
 
 // parallel_run when `worth_it`, else the same jobs one after another on this thread: work too

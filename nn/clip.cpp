@@ -15,12 +15,12 @@ namespace {
 
 constexpr int kJobs = 2;
 
-// Whether the gradients are many enough to be worth the second core.
+// Whether the gradients are many enough to be worth the second core, and it is awake.
 bool worth_parallel(std::span<Parameter* const> params) {
   int64_t elements = 0;
   for (const Parameter* p : params)
     if (p->grad.defined()) elements += p->grad.numel();
-  return elements >= kParallelMinElements;
+  return elements >= kParallelMinElements && parallel_workers_awake();
 }
 
 // Sum of squares: blocks of up to 4096 summed in T over 16 independent lanes (which vectorise),

@@ -262,7 +262,7 @@ void Adam::update(double scale) {
   // pass; one parallel job per half for all parameters, so small ones cost no extra hand-off.
   int64_t elements = 0;
   for (const Parameter* p : params()) elements += p->numel();
-  const int halves = elements >= kParallelMinElements ? 2 : 1;
+  const int halves = elements >= kParallelMinElements && parallel_workers_awake() ? 2 : 1;
   parallel_run(halves, [&](int h) {
     for (size_t i = 0; i < params().size(); ++i) {
       Parameter& p = *params()[i];

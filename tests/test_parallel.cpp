@@ -101,3 +101,31 @@ TEST_CASE("parallel_run inside a job runs its jobs serially on that thread", "[p
   });
   for (auto& c : inner) REQUIRE(c.load() == 1);
 }
+
+TEST_CASE("parallel_workers_awake: false with one core or sleeping workers, true after a run",
+          "[parallel]") {
+  DefaultThreads restore;
+  set_parallel_threads(1);
+  REQUIRE_FALSE(parallel_workers_awake());
+  set_parallel_threads(0);
+  if (parallel_threads() < 2) {
+    WARN("one core only: there are no workers to be awake");
+    return;
+  }
+  // Long past the workers' spinning they sleep, and say so (within a second even where other
+  // programs keep them from the cores for a while).
+  bool asleep = false;
+  for (int wait = 0; wait < 50 && !asleep; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    asleep = !parallel_workers_awake();
+  }
+  REQUIRE(asleep);
+  // Right after a run the worker spins for its next job. A loaded machine may preempt this thread
+  // for longer than that between the two lines, so one try in many is enough.
+  bool awake = false;
+  for (int attempt = 0; attempt < 100 && !awake; ++attempt) {
+    parallel_run(2, [](int) {});
+    awake = parallel_workers_awake();
+  }
+  REQUIRE(awake);
+}
