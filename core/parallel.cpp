@@ -25,6 +25,8 @@ constexpr int kSpins = 2048;
 inline void pause() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
 #endif
 }
 
@@ -56,7 +58,8 @@ class Pool {
     for (auto& t : threads_) t.join();
   }
   int workers() const { return static_cast<int>(threads_.size()); }
-  bool any_sleeping() const { return to_caller_.sleeping.load(std::memory_order_relaxed) > 0; }
+  // Whether worker 1, the one a run of two jobs hands its second to, sleeps.
+  bool first_sleeping() const { return to_caller_.first_sleeping.load(std::memory_order_relaxed); }
 
   void run(int n, JobRef f) {
     std::unique_lock lock(run_mu_);  // one parallel_run at a time
@@ -70,7 +73,10 @@ class Pool {
       wake_.notify_all();
     }
     call(f, 0);
-    auto done = [&] { return to_caller_.finished.load(std::memory_order_acquire) == expected_; };
+    // seq_cst: with caller_sleeping's store before the wait below, and the workers' add then
+    // load of that flag, either the caller sees the last job finished or that worker sees the
+    // caller asleep (an acquire load could be ordered before the flag's store, on ARM).
+    auto done = [&] { return to_caller_.finished.load() == expected_; };
     for (int i = 0; i < kSpins && !done(); ++i) pause();
     if (!done()) {
       std::unique_lock l(mu_);
@@ -103,7 +109,9 @@ class Pool {
         // below sees the count and notifies (under mu_, hence after this wait began).
         std::unique_lock l(mu_);
         to_caller_.sleeping.fetch_add(1);
+        if (index == 1) to_caller_.first_sleeping.store(true, std::memory_order_relaxed);
         wake_.wait(l, [&] { return state.load() != seen; });
+        if (index == 1) to_caller_.first_sleeping.store(false, std::memory_order_relaxed);
         to_caller_.sleeping.fetch_sub(1);
       }
       seen = state.load();  // the job was written before it
@@ -131,6 +139,7 @@ class Pool {
   struct alignas(64) ToCaller {
     std::atomic<uint64_t> finished{0};  // jobs the workers have finished, over all runs
     std::atomic<int> sleeping{0};
+    std::atomic<bool> first_sleeping{false};
   };
   ToWorkers to_workers_;
   ToCaller to_caller_;
@@ -166,7 +175,7 @@ bool in_parallel_region() {
 }
 
 bool parallel_workers_awake() {
-  return parallel_threads() > 1 && !pool().any_sleeping();
+  return parallel_threads() > 1 && !pool().first_sleeping();
 }
 
 int parallel_threads() {

@@ -38,10 +38,11 @@ int parallel_threads();
 void set_parallel_threads(int n);
 // True inside a parallel_run job (where nested parallel_runs run serially).
 bool in_parallel_region();
-// Whether a job handed to the pool now would start at once: more than one core in use and no
-// worker asleep. A worker idle for longer than it spins sleeps, and waking it through the kernel
-// took 100-250 us on the 2-core virtual machines here: more than a small model's whole optimizer
-// pass, which then runs on this core alone (its split into jobs, and so its results, unchanged).
+// Whether a second job handed to the pool now would start at once: more than one core in use
+// and the worker that takes it not asleep. A worker idle for longer than it spins sleeps, and
+// waking it through the kernel took 100-250 us on the 2-core virtual machines here: more than a
+// small model's whole optimizer pass, which then runs on this core alone (its split into jobs, and
+// so its results, unchanged).
 bool parallel_workers_awake();
 
 // Elementwise passes over all parameters (clipping, Adam) split across the cores only from this

@@ -260,10 +260,12 @@ void Adam::update(double scale) {
   const double shrink = decoupled_ && weight_decay_ != 0 ? 1 - lr() * weight_decay_ : 1;
   // Elementwise, so each parameter split in halves on two cores gives the same result as one
   // pass; one parallel job per half for all parameters, so small ones cost no extra hand-off.
+  // The halves depend on the element count alone, not on whether they run on two cores: a
+  // vector kernel may round its blocks otherwise than the tail past the last whole block.
   int64_t elements = 0;
   for (const Parameter* p : params()) elements += p->numel();
-  const int halves = elements >= kParallelMinElements && parallel_workers_awake() ? 2 : 1;
-  parallel_run(halves, [&](int h) {
+  const int halves = elements >= kParallelMinElements ? 2 : 1;
+  parallel_run_if(halves == 2 && parallel_workers_awake(), halves, [&](int h) {
     for (size_t i = 0; i < params().size(); ++i) {
       Parameter& p = *params()[i];
       dispatch(p.value.dtype(), [&](auto tag) {

@@ -102,7 +102,7 @@ TEST_CASE("parallel_run inside a job runs its jobs serially on that thread", "[p
   for (auto& c : inner) REQUIRE(c.load() == 1);
 }
 
-TEST_CASE("parallel_workers_awake: false with one core or sleeping workers, true after a run",
+TEST_CASE("parallel_workers_awake: false with one core or sleeping workers, true while one works",
           "[parallel]") {
   DefaultThreads restore;
   set_parallel_threads(1);
@@ -120,12 +120,19 @@ TEST_CASE("parallel_workers_awake: false with one core or sleeping workers, true
     asleep = !parallel_workers_awake();
   }
   REQUIRE(asleep);
-  // Right after a run the worker spins for its next job. A loaded machine may preempt this thread
-  // for longer than that between the two lines, so one try in many is enough.
+  // While a worker runs a job it is awake: the caller's job asks while the worker's waits.
+  REQUIRE_FALSE(in_parallel_region());  // else the jobs would run one after the other, and wait
+  std::atomic<int> phase{0};
   bool awake = false;
-  for (int attempt = 0; attempt < 100 && !awake; ++attempt) {
-    parallel_run(2, [](int) {});
+  parallel_run(2, [&](int job) {
+    if (job == 1) {
+      phase.store(1);
+      while (phase.load() != 2) std::this_thread::yield();
+      return;
+    }
+    while (phase.load() != 1) std::this_thread::yield();
     awake = parallel_workers_awake();
-  }
+    phase.store(2);
+  });
   REQUIRE(awake);
 }
