@@ -111,9 +111,15 @@ const Tensor& pack_weight(const char* op, const char* name, const Tensor& b, Pac
 // A weight whose pack products of one recording read at least this many times is read at every
 // time step (Tape::pack_reads).
 constexpr int64_t kPerStepReads = 4;
-// A product of fewer rows than this whose weight is read at every step takes dx = dy W through the
-// pack of W^T; one of more rows (a whole batch's) through BLAS.
+// dx = dy W of a product whose forward pass read W's pack goes through the pack of W^T for fewer
+// rows than kPackedDxRows, if the weight is read at every time step (a pack made once serves
+// them all) or the product has at least kPackedDxMinRows rows (enough work to pay for a pack made
+// for one or two reads); otherwise through BLAS. Measured one product at a time on one core of
+// the AVX2-only Zen 4, the pack's making included: a `small` Transformer's dx (120 or 240 rows,
+// W 128-384 x 128-256) 1.07-1.17x faster than BLAS; a `tiny` one's 10 rows 0.66x (its W is
+// read once); 640 rows of `medium` 0.96-1.02x.
 constexpr int64_t kPackedDxRows = 256;
+constexpr int64_t kPackedDxMinRows = 64;
 
 }  // namespace
 
@@ -260,15 +266,15 @@ void affine_backward(Tape& tape, const Node& n) {
   dispatch(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* dy = n.grad.data<T>();
-    // A per-step product of a few rows whose forward pass read W's pack reads the pack of W^T,
-    // made once and used at every step. A product whose weight's pack was read only once per
-    // shard would make a pack for one use: for a whole batch (the output layer's 8000 x 512 W)
-    // that measured no faster than BLAS, for a small Transformer's layers slower.
+    // Where the forward pass read W's pack, the pack of W^T (see kPackedDxRows): made once a
+    // step and read at every time step by a recurrence's few rows, or once or twice (one per
+    // shard) by a Transformer layer's product of a batch of rows.
     const auto attrs = tape.attrs(n);
     WeightPacks* packs = tape.weight_packs();
-    const bool packed = dx && packs && attrs.size() == 2 && attrs[0] == kPackedB &&
-                        rows < kPackedDxRows &&
-                        tape.pack_reads(tape.saved(n, 2).data<float>(), attrs[1]) >= kPerStepReads;
+    const bool packed =
+        dx && packs && attrs.size() == 2 && attrs[0] == kPackedB && rows < kPackedDxRows &&
+        (rows >= kPackedDxMinRows ||
+         tape.pack_reads(tape.saved(n, 2).data<float>(), attrs[1]) >= kPerStepReads);
     if (packed) {  // (R,out) x (out,K) -> (R,K), W^T packed from the weight saved third
       if constexpr (std::is_same_v<T, float>)
         gemm_packed(rows, out, dy, out, packs->get(tape.saved(n, 2), {attrs[1], k, true}),

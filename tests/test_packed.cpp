@@ -320,6 +320,38 @@ TEST_CASE("matmul and affine read a weight's pack and give the values and gradie
   REQUIRE(affine_packs.size() == (packed_kernel_available() ? 1u : 0u));
 }
 
+TEST_CASE("affine's dx reads the pack of W^T for a product of 64 to 255 rows read once",
+          "[packed]") {
+  // A Transformer layer's product of a batch of rows: enough work to pay for the pack of W^T
+  // made for its one read (ops/matmul.cpp, kPackedDxMinRows); fewer rows, or a whole big batch,
+  // take BLAS.
+  Rng rng(5);
+  Tensor w = random_matrix(40, 24, rng), bias = random_matrix(1, 40, rng).reshape(Shape{40});
+  for (int64_t rows : {63, 64, 255, 256}) {
+    INFO(rows << " rows");
+    WeightPacks packs;
+    const Tensor x = random_matrix(rows, 24, rng), dy = random_matrix(rows, 40, rng);
+    auto run = [&](WeightPacks* p) {
+      Tape tape;
+      tape.set_weight_packs(p);
+      Tensor dx = Tensor::zeros(x.shape(), DType::f32);
+      Var xv = tape.bind(x, dx), wv = tape.bind(w, Tensor::zeros(w.shape(), DType::f32)),
+          bv = tape.bind(bias, Tensor::zeros(bias.shape(), DType::f32));
+      tape.backward(ops::affine(xv, wv, bv, p), dy);
+      return dx;
+    };
+    const Tensor want = run(nullptr), got = run(&packs);
+    const bool transposed = packed_kernel_available() && rows >= 64 && rows < 256;
+    // W's pack for the product, and W^T's for dx where that path was taken.
+    REQUIRE(packs.size() == (packed_kernel_available() ? 1u : 0u) + (transposed ? 1u : 0u));
+    if (transposed)
+      for (int64_t i = 0; i < want.numel(); ++i)
+        REQUIRE(got.data<float>()[i] == Approx(want.data<float>()[i]).margin(1e-5));
+    else
+      REQUIRE(got.to_vector() == want.to_vector());  // the same BLAS call
+  }
+}
+
 TEST_CASE("a product with a copy of a weight's columns reads the weight's packs", "[packed]") {
   Rng rng(8);
   WeightPacks packs;
