@@ -22,14 +22,6 @@ thread_local bool in_parallel = false;
 // microseconds (the ops of one decoding step split across the cores) without the futex wake-up.
 constexpr int kSpins = 2048;
 
-inline void pause() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ volatile("yield");
-#endif
-}
-
 // A run with nothing to do, for the job's place before the first run.
 const auto no_job = [](int) {};
 
@@ -77,7 +69,7 @@ class Pool {
     // load of that flag, either the caller sees the last job finished or that worker sees the
     // caller asleep (an acquire load could be ordered before the flag's store, on ARM).
     auto done = [&] { return to_caller_.finished.load() == expected_; };
-    for (int i = 0; i < kSpins && !done(); ++i) pause();
+    for (int i = 0; i < kSpins && !done(); ++i) spin_pause();
     if (!done()) {
       std::unique_lock l(mu_);
       to_workers_.caller_sleeping.store(true);
@@ -103,7 +95,8 @@ class Pool {
     uint64_t seen = 0;
     std::atomic<uint64_t>& state = to_workers_.state;
     while (true) {
-      for (int i = 0; i < kSpins && state.load(std::memory_order_acquire) == seen; ++i) pause();
+      for (int i = 0; i < kSpins && state.load(std::memory_order_acquire) == seen; ++i)
+        spin_pause();
       if (state.load() == seen) {
         // Going to sleep: counted first, so that a caller storing a new state after the check
         // below sees the count and notifies (under mu_, hence after this wait began).
