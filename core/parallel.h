@@ -58,6 +58,10 @@ bool parallel_workers_awake();
 // many elements on (below it, a tiny model's 66K, handing half to the other core costs more than
 // it saves), and only while the workers are awake (parallel_workers_awake).
 inline constexpr int64_t kParallelMinElements = int64_t{1} << 17;
+// Whether such a pass over `elements` elements goes to the second core now.
+inline bool parameter_pass_parallel(int64_t elements) {
+  return elements >= kParallelMinElements && parallel_workers_awake();
+}
 
 // parallel_run when `worth_it`, else the same jobs one after another on this thread: work too
 // small to repay waking a core keeps its split into jobs, and so its results.

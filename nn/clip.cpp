@@ -20,7 +20,7 @@ bool worth_parallel(std::span<Parameter* const> params) {
   int64_t elements = 0;
   for (const Parameter* p : params)
     if (p->grad.defined()) elements += p->grad.numel();
-  return elements >= kParallelMinElements && parallel_workers_awake();
+  return parameter_pass_parallel(elements);
 }
 
 // Sum of squares: blocks of up to 4096 summed in T over 16 independent lanes (which vectorise),

@@ -265,7 +265,7 @@ void Adam::update(double scale) {
   int64_t elements = 0;
   for (const Parameter* p : params()) elements += p->numel();
   const int halves = elements >= kParallelMinElements ? 2 : 1;
-  parallel_run_if(halves == 2 && parallel_workers_awake(), halves, [&](int h) {
+  parallel_run_if(parameter_pass_parallel(elements), halves, [&](int h) {
     for (size_t i = 0; i < params().size(); ++i) {
       Parameter& p = *params()[i];
       dispatch(p.value.dtype(), [&](auto tag) {
