@@ -88,6 +88,11 @@ models::Seq2SeqConfig model_config(const TrainSettings& s, int64_t src_vocab, in
 // The same without the memory check.
 models::Seq2SeqConfig model_config_unchecked(const TrainSettings& s, int64_t src_vocab,
                                              int64_t tgt_vocab);
+// Refuses settings whose training cannot fit in this machine's memory, before anything is
+// allocated, naming the flag most to blame: the size flag whose default would shrink the need
+// most (a UsageError), else the vocabularies the data gave (an Error). Vocabularies of -1: the
+// least the flags allow.
+void check_training_memory(const TrainSettings& s, int64_t src_vocab, int64_t tgt_vocab);
 models::TrainOptions train_options(const TrainSettings& s);
 
 // The training pairs segmented again with sampling (--subword-sample), reproducibly from the
