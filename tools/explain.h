@@ -207,6 +207,14 @@ std::string html_step_section(const Explanation& e, const TextOptions& o);
 std::string render_html(const std::vector<Explanation>& steps, const AcrossSteps* across,
                         const TextOptions& o);
 
+// The math of each group of an RNN attention model's graph (the encoder, the attention's parts,
+// the decoder, the loss), written for configuration c, a source of src_len tokens and decoder
+// step `step`: group name -> text (tools/explain_equations.cpp).
+std::map<std::string, std::string> group_equations(const models::Seq2SeqConfig& c, int64_t src_len,
+                                                   int64_t step);
+// A vocabulary's first 40 tokens, space-separated, and how many it has where that is more.
+std::string vocab_list(const models::Vocab& v);
+
 // ---- shared by the renderers
 
 // Words of `text` filled into lines of at most 100 characters, the first after `first`, the rest
