@@ -1,4 +1,5 @@
-// tapestry train's settings: flag declarations, data loading and the model configuration.
+// tapestry train's settings: data loading, the memory checks and the model configuration (its flags
+// are declared in tools/train_flags.cpp).
 #include "tools/train_setup.h"
 
 #include <fmt/format.h>
