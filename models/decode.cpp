@@ -12,7 +12,6 @@
 #include "tapestry/core/packed.h"
 #include "tapestry/core/parallel.h"
 #include "tapestry/models/limits.h"
-#include "tapestry/models/rnn_inference.h"
 #include "tapestry/models/stepper.h"
 #include "tapestry/ops/kernels.h"
 #include "tapestry/ops/ops.h"
@@ -107,75 +106,6 @@ void step_log_probs(const Var& z, LogProbs<T>& out) {
   out.lp.resize(static_cast<size_t>(b * v));
   const T* pz = z.value().data<T>();
   for (int64_t r = 0; r < b; ++r) row_log_softmax(pz + r * v, v, out.lp.data() + r * v);
-}
-
-class RnnStepper : public Stepper {
- public:
-  RnnStepper(Seq2Seq& model, Tape& tape) : model_(model), tape_(tape) {}
-  void start(const Batch& batch, std::span<const int32_t> rows, int64_t) override {
-    memory_ = model_.encode(tape_, batch);
-    if (!rows.empty()) memory_ = nn::select_rows(memory_, rows);
-    state_ = model_.decoder().start(tape_, memory_.summary);
-  }
-  Var step(std::span<const int32_t> y_prev, int64_t t, Var& weights) override {
-    DecoderStep s = model_.decoder().step(tape_, memory_, state_, y_prev, t, model_.rng());
-    weights = s.weights;
-    return model_.decoder().logits(tape_, s.features, model_.rng());
-  }
-  void select_rows(std::span<const int32_t> rows) override {
-    for (auto& layer : state_.layers) {
-      layer.h = ops::gather(layer.h, rows);
-      if (layer.c.value().defined()) layer.c = ops::gather(layer.c, rows);
-    }
-    if (state_.feed.value().defined()) state_.feed = ops::gather(state_.feed, rows);
-  }
-  void release() override {
-    memory_ = {};
-    state_ = {};
-  }
-
- private:
-  Seq2Seq& model_;
-  Tape& tape_;
-  nn::AttentionMemory memory_;
-  DecoderState state_;
-};
-
-// The Transformer's step reads and extends its key/value caches: each step computes only the new
-// position's queries, keys and values. The attention kept with a hypothesis is the last decoder
-// layer's cross-attention, averaged over its heads.
-class TransformerStepper : public Stepper {
- public:
-  TransformerStepper(Seq2Seq& model, Tape& tape) : model_(model.transformer()), tape_(tape) {}
-  void start(const Batch& batch, std::span<const int32_t> rows, int64_t capacity) override {
-    model_.start(tape_, batch, rows, capacity, state_);
-  }
-  Var step(std::span<const int32_t> y_prev, int64_t, Var& weights) override {
-    layer_weights_.clear();
-    const Var h = model_.step(tape_, state_, y_prev, &layer_weights_);
-    weights = ops::mean(layer_weights_.back().cross, {1});  // (B,h,S) -> (B,S)
-    return model_.logits(tape_, h);
-  }
-  void select_rows(std::span<const int32_t> rows) override { model_.select_rows(state_, rows); }
-  void release() override {
-    state_.memory = {};
-    state_.caches.self.clear();  // the lists keep their capacity
-    state_.caches.cross.clear();
-    layer_weights_.clear();
-  }
-
- private:
-  TransformerModel& model_;
-  Tape& tape_;
-  TransformerModel::DecodeState state_;
-  std::vector<nn::TransformerDecoderLayer::Weights> layer_weights_;
-};
-
-std::unique_ptr<Stepper> make_stepper(Seq2Seq& model, Tape& tape, const DecodeOptions& options) {
-  if (model.is_transformer()) return std::make_unique<TransformerStepper>(model, tape);
-  if (!options.through_ops && rnn_inference_supported(model))
-    return make_rnn_inference_stepper(model, tape);
-  return std::make_unique<RnnStepper>(model, tape);
 }
 
 // Appends row r of the step's weights (its first s entries) to a hypothesis' attention.
@@ -274,7 +204,7 @@ void greedy_shard(Seq2Seq& model, const Batch& batch, const DecodeOptions& optio
   const void* transformer = model.is_transformer() ? &model.transformer() : nullptr;
   if (ws.model != &model || ws.transformer != transformer ||
       ws.through_ops != options.through_ops) {
-    ws.stepper = make_stepper(model, tape, options);
+    ws.stepper = make_stepper(model, tape, options.through_ops);
     ws.model = &model;
     ws.transformer = transformer;
     ws.through_ops = options.through_ops;
@@ -340,7 +270,7 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
       st.alive[i].log_prob = i == 0 ? 0.0 : kDead;  // one start, so the first step has no twins
     }
   }
-  const std::unique_ptr<Stepper> stepper = make_stepper(model, tape, options);
+  const std::unique_ptr<Stepper> stepper = make_stepper(model, tape, options.through_ops);
   stepper->start(batch, expand, longest);
 
   std::vector<int32_t> y(static_cast<size_t>(b * k), Vocab::kBos);
@@ -444,7 +374,6 @@ std::vector<std::vector<Hypothesis>> beam_shard(Seq2Seq& model, const Batch& bat
   return out;
 }
 
-// Decodes the batch's rows in options.shards contiguous parts, in parallel, concatenated.
 // The checks every decoding call makes before it starts (ValueError).
 void check_call(const Seq2Seq& model, const Batch& batch, const DecodeOptions& options) {
   check_options(options);
@@ -464,6 +393,7 @@ void check_call(const Seq2Seq& model, const Batch& batch, const DecodeOptions& o
         options.beam, batch.size, batch.src_len, refusal));
 }
 
+// Decodes the batch's rows in options.shards contiguous parts, in parallel, concatenated.
 template <class F>
 std::vector<std::vector<Hypothesis>> sharded(Seq2Seq& model, const Batch& batch,
                                              const DecodeOptions& options, F shard) {

@@ -14,6 +14,7 @@
 #include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/packed.h"
 #include "tapestry/core/parallel.h"
+#include "tapestry/models/rnn_inference_parts.h"
 #include "tapestry/models/vocab.h"
 #include "tapestry/ops/attention_ops.h"
 #include "tapestry/ops/kernels.h"
@@ -24,119 +25,15 @@ namespace tapestry::models {
 
 namespace {
 
+using detail::Buffer;
+using detail::cell_step;
+using detail::CellWeights;
+using detail::copy;
+using detail::Product;
+using detail::sized;
+using detail::TokenTable;
 using nn::AttentionKind;
 using nn::CellKind;
-using Buffer = std::vector<float>;  // keeps its capacity from batch to batch
-
-float* sized(Buffer& b, int64_t n) {
-  b.resize(static_cast<size_t>(n));
-  return b.data();
-}
-
-// A weight (or a block of its columns) with its pack, resolved once per batch, and its bias
-// (null: none).
-struct Product {
-  const nn::Parameter* weight = nullptr;
-  const nn::Parameter* bias = nullptr;
-  const PackedMatrix* pack = nullptr;
-  PackView view;  // the columns multiplied: all of them by default
-
-  int64_t out() const { return weight->value.dim(0); }
-  int64_t in() const { return view.cols >= 0 ? view.cols : weight->value.dim(1) - view.col0; }
-  // y (rows,N) = x (rows,K) W^T + b: the call ops::affine and ops::matmul make with a pack.
-  static Product of(const nn::Parameter* weight, const nn::Parameter* bias, PackView view = {}) {
-    Product p;
-    p.weight = weight;
-    p.bias = bias;
-    p.view = view;
-    return p;
-  }
-  void run(const float* x, int64_t rows, float* y) const {
-    gemm_packed(rows, in(), x, in(), *pack, 0.0f, y, out(),
-                bias ? bias->value.data<float>() : nullptr);
-  }
-  // y (1,N) = x W^T (+ b) in two halves of whole panels, the second half first if `second_first`.
-  // One sentence's recurrent product reads W (a 64-wide GRU's W_hh: 48 KB, more than L1 holds)
-  // from L2 at every step; read in turn in either order, each step finds in L1 the half it read
-  // last (48 KB from L2 at every step: 565 -> 475 ns on the AVX2-only Zen 4 of the README). Every
-  // column is the one run() gives.
-  void run_halves(const float* x, float* y, bool second_first) const {
-    const int64_t n = out(), panels = (n + PackedMatrix::kPanel - 1) / PackedMatrix::kPanel;
-    if (panels < 2) return run(x, 1, y);
-    const int64_t half = panels / 2 * PackedMatrix::kPanel;
-    const float* b = bias ? bias->value.data<float>() : nullptr;
-    const auto part = [&](int64_t row0, int64_t rows) {
-      gemm_packed_rows(1, in(), x, in(), *pack, row0, rows, 0.0f, y + row0, n,
-                       b ? b + row0 : nullptr);
-    };
-    if (second_first) {
-      part(half, n - half);
-      part(0, half);
-    } else {
-      part(0, half);
-      part(half, n - half);
-    }
-  }
-  // y (1,N) = x W^T + add: a product without a bias of its own, then a separate add of `add`
-  // (N), as ops::add adds it (the kernel adds a bias last, once the product is rounded).
-  void run_adding(const float* x, float* y, const float* add) const {
-    assert(!bias && "run_adding: the product has a bias of its own");
-    gemm_packed(1, in(), x, in(), *pack, 0.0f, y, out(), add);
-  }
-};
-
-// One recurrent cell's weights: the input product (with b_ih), the hidden product and b_hh.
-struct CellWeights {
-  Product ih, hh;
-  const float* b_hh = nullptr;
-};
-
-// Copies n floats.
-void copy(const float* from, float* to, int64_t n) {
-  std::copy(from, from + n, to);
-}
-
-// The rows id -> (embedding row id) W^T + b of one product whose input is an embedding row, for
-// decoding one sentence at a time: a one-row product reads all of W for its single row, the table
-// reads one row. Kept only for a vocabulary small enough (kMaxBytes); a batch of rows reads W
-// once for all of them and takes no table. A row is made the first time its id is read, by the
-// product's own kernel, so it is the row the product gives (gemm_packed computes a row the same
-// whatever rows are beside it), and kept while the weights stay: the caller invalidates the table
-// when the weight packs' generation changes. Its memory is kept from one generation to the next.
-class TokenTable {
- public:
-  static constexpr int64_t kMaxBytes = int64_t{2} << 20;
-
-  // A table for `vocab` ids of `width` floats, off if that is more than kMaxBytes.
-  void reset(int64_t vocab, int64_t width) {
-    on_ = vocab * width * static_cast<int64_t>(sizeof(float)) <= kMaxBytes;
-    vocab_ = vocab;
-    width_ = width;
-    rows_.reset();
-    ready_.clear();
-  }
-  bool on() const { return on_; }
-  void invalidate() { std::fill(ready_.begin(), ready_.end(), uint8_t{0}); }
-  // The row of `id` (in range), made now from `embedding` (V,K) through `product` if missing.
-  const float* row(int32_t id, const float* embedding, const Product& product) {
-    if (ready_.empty()) {  // rows are written before they are read: no need to zero them
-      rows_ = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(vocab_ * width_));
-      ready_.assign(static_cast<size_t>(vocab_), 0);
-    }
-    float* r = rows_.get() + id * width_;
-    if (!ready_[id]) {
-      product.run(embedding + id * product.in(), 1, r);
-      ready_[id] = 1;
-    }
-    return r;
-  }
-
- private:
-  bool on_ = false;
-  int64_t vocab_ = 0, width_ = 0;
-  std::unique_ptr<float[]> rows_;
-  std::vector<uint8_t> ready_;
-};
 
 class RnnInference final : public Stepper {
  public:
@@ -344,38 +241,6 @@ class RnnInference final : public Stepper {
     }
   }
 
-  // One step of a cell for `n` rows: gx row i at gx + i * gx_stride (with b_ih), hw = h W_hh^T
-  // (n,G*H), the state h, c (n,H) -> h2, c2. The ops' arithmetic: ops::gru_cell's and
-  // ops::lstm_cell's rows, or tanh(gx + (hw + b_hh)) over all n*H elements at once.
-  void cell(const CellWeights& w, const float* gx, int64_t gx_stride, const float* hw,
-            const float* h, const float* c, float* h2, float* c2, int64_t n) {
-    const int64_t hs = config_.hidden;
-    switch (kind_) {
-      case CellKind::gru: {
-        float* gates = sized(gates_, 4 * hs);
-        for (int64_t i = 0; i < n; ++i)
-          ops::detail::gru_row(gx + i * gx_stride, hw + i * 3 * hs, w.b_hh, h + i * hs, gates,
-                               gates + hs, gates + 2 * hs, gates + 3 * hs, h2 + i * hs, hs);
-        return;
-      }
-      case CellKind::lstm: {
-        float* gates = sized(gates_, 4 * hs);
-        for (int64_t i = 0; i < n; ++i)
-          ops::detail::lstm_row(gx + i * gx_stride, hw + i * 4 * hs, w.b_hh, c + i * hs, gates,
-                                c2 + i * hs, h2 + i * hs, hs);
-        return;
-      }
-      case CellKind::rnn: {
-        float* pre = sized(pre_, n * hs);
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t j = 0; j < hs; ++j)
-            pre[i * hs + j] = gx[i * gx_stride + j] + (hw[i * hs + j] + w.b_hh[j]);
-        cpu::kernels().tanh(pre, h2, n * hs);
-        return;
-      }
-    }
-  }
-
   // nn::RNN::forward in eval mode: every layer and direction over the padded batch, padded steps
   // leaving a row's state unchanged and its output 0; keys_ (B,S,K), summary_ (B,K).
   void encode(const Batch& batch) {
@@ -433,7 +298,8 @@ class RnnInference final : public Stepper {
             w.hh.run_halves(h, hw, i % 2 == 1);
           else
             w.hh.run(h, b, hw);
-          cell(w, gx + t * g, s * g, hw, h, c, h2, c2, b);
+          cell_step(kind_, config_.hidden, w, gx + t * g, s * g, hw, h, c, h2, c2, b,
+                    cell_scratch_);
           for (int64_t r = 0; r < b; ++r) {
             float* y = out + (r * s + t) * d_count * hs + d * hs;
             if (t < batch.src_lengths[r]) {  // every row is real before `full`
@@ -539,7 +405,7 @@ class RnnInference final : public Stepper {
       }
       float* h2 = sized(h2_, n * hs);
       float* c2 = kind_ == CellKind::lstm ? sized(c2_, n * hs) : nullptr;
-      cell(w, gx, g, hw, h_[l].data(), c_[l].data(), h2, c2, n);
+      cell_step(kind_, hs, w, gx, g, hw, h_[l].data(), c_[l].data(), h2, c2, n, cell_scratch_);
       h_[l].swap(h2_);
       if (c2) c_[l].swap(c2_);
     }
@@ -618,8 +484,8 @@ class RnnInference final : public Stepper {
   Buffer keys_, summary_, projected_, valid_;
   // The decoder's state and its step's buffers.
   std::vector<Buffer> h_, c_;
-  Buffer feed_, s0_, pre_, gx0_, emb_, tail_out_, h2_, c2_, gates_, features_, combine_in_, scores_,
-      wq_, context_, gathered_;
+  Buffer feed_, s0_, pre_, gx0_, emb_, tail_out_, h2_, c2_, cell_scratch_, features_, combine_in_,
+      scores_, wq_, context_, gathered_;
   Tensor logits_, weights_;
 };
 

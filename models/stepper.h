@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "tapestry/core/tape.h"
 #include "tapestry/models/batch.h"
+#include "tapestry/models/seq2seq.h"
 
 namespace tapestry::models {
 
@@ -27,5 +29,10 @@ class Stepper {
   // Returns the state's tensors to the pool (a kept stepper holds no memory between batches).
   virtual void release() = 0;
 };
+
+// The stepper decoding `model` on `tape` (which should record nothing): the raw path of
+// models/rnn_inference.h for a float32 RNN it covers, unless `through_ops`; otherwise every step
+// through the ops (the reference the raw path is tested against: both give the same bits).
+std::unique_ptr<Stepper> make_stepper(Seq2Seq& model, Tape& tape, bool through_ops = false);
 
 }  // namespace tapestry::models
