@@ -85,7 +85,7 @@ DrawGraph capture_graph(const Var& y, const DrawOptions& options) {
 // Folding. A node in region "a.b" can be hidden in the box of "a" (all of a's regions) or of
 // "a.b"; when "a.b" also has subregions ("a.b.c"), its own nodes have one more box, "a.b/". A box
 // key is open when it is in the expanded set; a node is drawn alone when all its keys are open.
-// The HTML page's script applies the same rule (core/graph_html.cpp).
+// The HTML page's script applies the same rule (core/graph_page_assets.cpp).
 
 namespace {
 

@@ -14,7 +14,6 @@
 #include "tapestry/models/limits.h"
 #include "tapestry/models/stepper.h"
 #include "tapestry/ops/kernels.h"
-#include "tapestry/ops/ops.h"
 
 namespace tapestry::models {
 

@@ -1,6 +1,6 @@
 // Internal to models/rnn_inference.cpp: the pieces RNN decoding is built from on raw buffers: a
-// weight's product through its pack, a recurrent cell's weights, and the table of an embedding's
-// rows already multiplied by a product.
+// weight's product through its pack, a recurrent cell's weights, the table of an embedding's rows
+// already multiplied by a product, and one step of a cell (in rnn_inference_parts.cpp).
 #pragma once
 
 #include <algorithm>
@@ -130,7 +130,8 @@ class TokenTable {
 // One step of a cell of `kind` for `n` rows of width hs: gx row i at gx + i * gx_stride (with
 // b_ih), hw = h W_hh^T (n,G*H), the state h, c (n,H) -> h2, c2. The ops' arithmetic:
 // ops::gru_cell's and ops::lstm_cell's rows, or tanh(gx + (hw + b_hh)) over all n*H elements at
-// once. `scratch` holds the gates (or the RNN's pre-activations) between calls.
+// once. `scratch` holds the gates (or the RNN's pre-activations) during the call; the caller
+// keeps it for its capacity.
 void cell_step(nn::CellKind kind, int64_t hs, const CellWeights& w, const float* gx,
                int64_t gx_stride, const float* hw, const float* h, const float* c, float* h2,
                float* c2, int64_t n, Buffer& scratch);

@@ -1,4 +1,5 @@
-// Decoding's steps behind one interface, for greedy and beam search: each architecture's stepper.
+// Decoding's steps behind one interface, for greedy and beam search: each architecture's stepper,
+// and make_stepper, which chooses one.
 #pragma once
 
 #include <cstdint>
