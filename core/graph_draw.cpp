@@ -8,6 +8,7 @@
 #include <set>
 
 #include "tapestry/core/file_io.h"
+#include "tapestry/core/html.h"
 
 namespace tapestry {
 
@@ -234,29 +235,6 @@ DrawLayout fold_graph(const DrawGraph& g, const DrawOptions& options) {
 // Graphviz DOT
 
 namespace {
-
-std::string html_escape(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
 
 std::string dot_escape(std::string_view s) {
   std::string out;

@@ -6,6 +6,7 @@
 
 #include "tapestry/core/graph_draw.h"
 #include "tapestry/core/graph_page_assets.h"
+#include "tapestry/core/html.h"
 
 namespace tapestry {
 
@@ -124,15 +125,7 @@ std::string graph_json(const DrawGraph& g, const DrawOptions& o, const DrawLayou
 std::string graph_html(const DrawGraph& g, const DrawOptions& options) {
   const DrawLayout l = fold_graph(g, options);
   std::string title = g.title.empty() ? "Tapestry graph" : g.title;
-  std::string esc;
-  for (char ch : title) {
-    if (ch == '<')
-      esc += "&lt;";
-    else if (ch == '&')
-      esc += "&amp;";
-    else
-      esc += ch;
-  }
+  const std::string esc = html_escape(title);
   return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>{0}</title>\n"
       "<style>{1}</style></head>\n<body>\n<header><h1>{0}</h1>\n"

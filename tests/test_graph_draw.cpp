@@ -233,10 +233,11 @@ TEST_CASE("the HTML page is self-contained, and opens and folds regions in Chrom
   TempDir dir("graph_html");
   DemoStep d;
   const std::string path = dir / "demo.html";
-  draw_graph(d.loss, path, {.title = "demo <step> & co"});
+  draw_graph(d.loss, path, {.title = "demo <step> & \"co\"'s"});
   const std::string html = slurp(path);
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
-  CHECK(html.find("demo &lt;step> &amp; co") != std::string::npos);
+  CHECK(html.find("<title>demo &lt;step&gt; &amp; &quot;co&quot;&#39;s</title>") !=
+        std::string::npos);
   check_self_contained(html);
   CHECK(html.find("<iframe") == std::string::npos);
   if (!have_chromium()) {

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "tapestry/core/errors.h"
+#include "tapestry/core/html.h"
 
 namespace tapestry::cli::html {
 
@@ -89,30 +90,7 @@ std::string y_axis(const ChartFrame& f, const std::vector<double>& ticks, YOf y_
 }  // namespace
 
 std::string escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return html_escape(text);
 }
 
 size_t utf8_length(std::string_view text) {
