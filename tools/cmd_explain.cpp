@@ -73,6 +73,27 @@ void check_sentence(const Flags& f, const char* name, const std::string& value) 
     throw UsageError{fmt::format("--{}: {}", name, why)};
 }
 
+// Prints `text` (or writes it atomically to `out`) and returns explain's exit status: 1 if any of
+// the steps' finite-difference checks failed (their count on stderr), else 0.
+template <class Step>
+int write_and_count_failures(const std::string& text, const std::string& out,
+                             const std::vector<Step>& steps) {
+  if (out.empty()) {
+    fmt::print("{}", text);
+  } else {
+    write_file_atomic(out, text);
+  }
+  size_t failed = 0, checked = 0;
+  for (const auto& s : steps)
+    for (const auto& c : s.checks) {
+      failed += c.pass ? 0 : 1;
+      ++checked;
+    }
+  if (failed)
+    fmt::print(stderr, "explain: {} of {} finite-difference checks failed\n", failed, checked);
+  return failed ? 1 : 0;
+}
+
 // explain for a Transformer: per decoder layer and head, as text, JSON or a page.
 int explain_transformer(ExplainModel& m, const std::string& target, bool all_steps, int64_t step,
                         const std::string& format, const std::string& out, bool quiet_tables,
@@ -122,20 +143,7 @@ int explain_transformer(ExplainModel& m, const std::string& target, bool all_ste
     }
   }
   if (format == "html") text = render_transformer_html(steps, all_steps ? &across : nullptr);
-  if (out.empty()) {
-    fmt::print("{}", text);
-  } else {
-    write_file_atomic(out, text);
-  }
-  size_t failed = 0, checked = 0;
-  for (const auto& s : steps)
-    for (const auto& c : s.checks) {
-      failed += c.pass ? 0 : 1;
-      ++checked;
-    }
-  if (failed)
-    fmt::print(stderr, "explain: {} of {} finite-difference checks failed\n", failed, checked);
-  return failed ? 1 : 0;
+  return write_and_count_failures(text, out, steps);
 }
 
 }  // namespace
@@ -365,20 +373,7 @@ int cmd_explain(const Args& args) {
   if (format == "dot") text = render_dot(e, o);
   if (format == "html") text = render_html(steps, all_steps ? &across : nullptr, o);
   if (format == "text" && all_steps) text += render_across_text(across, !quiet_tables);
-  if (out.empty()) {
-    fmt::print("{}", text);
-  } else {
-    write_file_atomic(out, text);
-  }
-  size_t failed = 0, checked = 0;
-  for (const auto& s : steps)
-    for (const auto& c : s.checks) {
-      failed += c.pass ? 0 : 1;
-      ++checked;
-    }
-  if (failed)
-    fmt::print(stderr, "explain: {} of {} finite-difference checks failed\n", failed, checked);
-  return failed ? 1 : 0;
+  return write_and_count_failures(text, out, steps);
 }
 
 }  // namespace tapestry::cli
