@@ -1,20 +1,14 @@
 // Runs the built tapestry program for end-to-end tests and captures what it prints.
 #pragma once
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
-namespace tapestry::testing {
+#include "shell_run.h"
 
-struct CommandResult {
-  int status = -1;     // exit status, -1 if the program did not exit normally (a crash)
-  std::string output;  // stdout and stderr together
-};
+namespace tapestry::testing {
 
 // Runs `tapestry <args>` (args are passed to the shell as written) in `dir`, or the current
 // directory when empty.
@@ -23,15 +17,7 @@ inline CommandResult run_tapestry(const std::string& args, const std::string& di
   if (!dir.empty()) cmd = "cd '" + dir + "' && ";
   // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "'" + std::string(...).
   cmd.append("'").append(TAPESTRY_BINARY_DIR).append("/tapestry' ").append(args).append(" 2>&1");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {};
-  CommandResult r;
-  std::array<char, 4096> buf;
-  size_t got;
-  while ((got = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), got);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return run_command(cmd);
 }
 
 // A fresh temporary directory, removed with the object.

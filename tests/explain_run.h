@@ -2,7 +2,6 @@
 #pragma once
 
 #include <fmt/format.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "page_check.h"
+#include "shell_run.h"
 #include "tapestry/models/batch.h"
 #include "tapestry/models/vocab.h"
 
@@ -27,14 +27,8 @@ struct Run {
 };
 
 inline Run run_shell(const std::string& cmd) {
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t got;
-  while ((got = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), got);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  const CommandResult r = run_command(cmd + " 2>&1");
+  return {r.status, r.output};
 }
 
 inline Run explain(const std::string& args) {

@@ -54,15 +54,7 @@ const std::string& tiny_run() {
 CommandResult run_limited(const std::string& args, const std::string& dir) {
   std::string cmd = "cd '" + dir + "' && timeout -s KILL 10 '";
   cmd.append(TAPESTRY_BINARY_DIR).append("/tapestry' ").append(args).append(" 2>&1");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return {};
-  CommandResult r;
-  char buf[4096];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, pipe)) > 0) r.output.append(buf, got);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return run_command(cmd);
 }
 
 // Expects `tapestry ARGS` (run in `dir`) to be refused: exit `status`, one line (nothing goes to

@@ -2,7 +2,6 @@
 // and the Transformer), and short runs of the command whose RESULT line carries every key the
 // comparison script reads.
 #include <fmt/format.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +15,7 @@
 #include <set>
 #include <string>
 
+#include "shell_run.h"
 #include "tapestry/core/packed.h"
 #include "tapestry/models/seq2seq.h"
 #include "tools/bench_data.h"
@@ -102,17 +102,6 @@ struct Run {
   std::string output;
 };
 
-std::string read_pipe(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
-
 // Loads the reference's own model class from torch_seq2seq.py, gives it our weights (float64)
 // and prints its loss and every parameter's gradient on our batch.
 const char* kReferenceLoss = R"PY(
@@ -153,15 +142,9 @@ std::string reference_name(const std::string& ours) {
 }
 
 Run run_bench(const std::string& args) {
-  std::string cmd = fmt::format("'{}/tapestry' bench {} 2>&1", TAPESTRY_BINARY_DIR, args);
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  size_t got;
-  while ((got = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, got);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  const testing::CommandResult r =
+      testing::run_command(fmt::format("'{}/tapestry' bench {} 2>&1", TAPESTRY_BINARY_DIR, args));
+  return {r.status, r.output};
 }
 
 }  // namespace
@@ -538,8 +521,8 @@ TEST_CASE("the bench model computes the reference's loss and gradients", "[bench
   const fs::path reference =
       fs::path(TAPESTRY_SOURCE_DIR) / ".." / "shared" / "bench" / "torch_seq2seq.py";
   if (!fs::exists(reference) ||
-      read_pipe("/usr/bin/python3 -c 'import torch; print(\"yes\")' 2>/dev/null").find("yes") ==
-          std::string::npos) {
+      testing::run_command("/usr/bin/python3 -c 'import torch; print(\"yes\")' 2>/dev/null")
+              .output.find("yes") == std::string::npos) {
     WARN("the reference or python3 with torch not found: loss parity with it not checked");
     return;
   }
@@ -574,8 +557,9 @@ TEST_CASE("the bench model computes the reference's loss and gradients", "[bench
         spec["shapes"][ref] = shape;
       }
       std::ofstream(dir / "spec.json") << spec.dump();
-      const std::string out = read_pipe("/usr/bin/python3 " + (dir / "ref.py").string() + " " +
-                                        (dir / "spec.json").string() + " 2>&1");
+      const std::string out = testing::run_command("/usr/bin/python3 " + (dir / "ref.py").string() +
+                                                   " " + (dir / "spec.json").string() + " 2>&1")
+                                  .output;
       INFO(out);
       nlohmann::json got = nlohmann::json::parse(out);
 

@@ -1,6 +1,5 @@
 // Corpus BLEU and the 13a tokenizer against sacreBLEU's documented numbers and hand-worked cases.
 #include <fmt/format.h>
-#include <sys/wait.h>
 
 #include <array>
 #include <catch2/catch.hpp>
@@ -9,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "shell_run.h"
 #include "tapestry/core/errors.h"
 #include "tapestry/models/bleu.h"
 
@@ -50,15 +50,9 @@ struct Run {
 };
 
 Run run_tapestry(const std::string& args) {
-  std::string cmd = fmt::format("'{}/tapestry' bleu {} 2>&1", TAPESTRY_BINARY_DIR, args);
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t got;
-  while ((got = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), got);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  const testing::CommandResult r =
+      testing::run_command(fmt::format("'{}/tapestry' bleu {} 2>&1", TAPESTRY_BINARY_DIR, args));
+  return {r.status, r.output};
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "shell_run.h"
 #include "tapestry/core/random.h"
 #include "tapestry/nn/checkpoint.h"
 #include "tapestry/nn/linear.h"
@@ -795,19 +796,6 @@ TEST_CASE("checkpoint: corrupted files load or throw CheckpointError, never cras
   CHECK(rejected > 1000);
 }
 
-namespace {
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
-}  // namespace
-
 TEST_CASE("checkpoint: plain Python (json + struct) reads what Tapestry writes", "[checkpoint]") {
   if (!fs::exists("/usr/bin/python3")) {
     WARN("/usr/bin/python3 not found: the Python reader was not checked");
@@ -823,7 +811,7 @@ TEST_CASE("checkpoint: plain Python (json + struct) reads what Tapestry writes",
       std::string(TAPESTRY_SOURCE_DIR) + "/tests/data/checkpoint/read_safetensors.py";
   // Expected lines written by hand from the values above and Python's float repr (the shortest
   // string that reads back the same double; 0.1 is stored as F64, so it prints as 0.1).
-  CHECK(run("/usr/bin/python3 " + script + " " + p.string()) ==
+  CHECK(testing::run_command("/usr/bin/python3 " + script + " " + p.string()).output ==
         "metadata config = '{\"hidden\": 4}'\n"
         "encoder.weight F32 [2, 3] [0.5, -1.25, 3.0, 4.0]\n"
         "decoder.bias F64 [3] [0.1, 0.2, 0.3]\n"

@@ -1,7 +1,6 @@
 // The kernels of every capability this CPU can run (AVX-512, AVX2, portable) against plain loops
 // in double: the packed products give the same bits in every capability, the elementwise loops
 // stay within the fast functions' bounds.
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <bit>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "float_sweep.h"
+#include "shell_run.h"
 #include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/errors.h"
 #include "tapestry/core/random.h"
@@ -558,13 +558,8 @@ TEST_CASE("the program refuses a bad TAPESTRY_KERNELS in one line, before any wo
           "[cpu_kernels]") {
   std::string cmd = "TAPESTRY_KERNELS=sse9 '";
   cmd.append(TAPESTRY_BINARY_DIR).append("/tapestry' help 2>&1");
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  char buf[4096];
-  for (size_t got; (got = fread(buf, 1, sizeof buf, pipe)) > 0;) output.append(buf, got);
-  const int status = pclose(pipe);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 2);
-  CHECK(output == "tapestry: TAPESTRY_KERNELS=sse9: not a kernel set (avx512, avx2 or portable)\n");
+  const testing::CommandResult r = testing::run_command(cmd);
+  CHECK(r.status == 2);
+  CHECK(r.output ==
+        "tapestry: TAPESTRY_KERNELS=sse9: not a kernel set (avx512, avx2 or portable)\n");
 }

@@ -2,7 +2,6 @@
 // and Transformers, translate and score in PyTorch exactly as Tapestry does; bad input is
 // refused. The PyTorch checks are skipped (with a warning) where /usr/bin/python3 has no torch.
 #include <fmt/format.h>
-#include <sys/wait.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -39,15 +38,8 @@ struct Shell {
 
 // Runs a shell command; its standard error goes to `err_file` (or is dropped).
 Shell shell(const std::string& cmd, const std::string& err_file = "/dev/null") {
-  Shell r;
-  FILE* p = popen((cmd + " 2>'" + err_file + "'").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  const CommandResult c = run_command(cmd + " 2>'" + err_file + "'");
+  return {c.status, c.output};
 }
 
 std::string tapestry_cmd(const std::string& args) {

@@ -2,7 +2,6 @@
 // file too large, killed) resumes exactly as the uninterrupted run went on, and the report reads
 // what it left; a real file-size limit; output that cannot be written; the run directory's rules.
 #include <fmt/format.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
@@ -40,15 +39,11 @@ Ran run_env(const std::string& env, const std::string& args, const TempDir& dir)
   const std::string err_path = dir / "stderr.txt";
   const std::string cmd = fmt::format("cd '{}' && {} '{}/tapestry' {} 2>'{}'", dir.str(), env,
                                       TAPESTRY_BINARY_DIR, args, err_path);
-  FILE* pipe = popen(cmd.c_str(), "r");
-  REQUIRE(pipe != nullptr);
+  const CommandResult c = run_command(cmd);
   Ran r;
-  std::array<char, 4096> buf;
-  for (size_t got; (got = fread(buf.data(), 1, buf.size(), pipe)) > 0;)
-    r.out.append(buf.data(), got);
-  const int status = pclose(pipe);
+  r.out = c.output;
   // The shell reports a child killed by signal s as exit status 128 + s.
-  r.status = WIFEXITED(status) && WEXITSTATUS(status) < 128 ? WEXITSTATUS(status) : -1;
+  r.status = c.status < 128 ? c.status : -1;
   r.err = slurp(err_path);
   return r;
 }

@@ -2,8 +2,6 @@
 // prints for a JSON spec.
 #pragma once
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+
+#include "shell_run.h"
 
 namespace tapestry::testing {
 
@@ -20,14 +20,7 @@ inline constexpr const char* kTorchPython = "/usr/bin/python3";
 // What a shell command prints on standard output (standard error passes through); empty if the
 // command cannot be started.
 inline std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
+  return run_command(cmd).output;
 }
 
 // Whether kTorchPython imports torch. Asked once per process: the import takes seconds.
@@ -50,20 +43,14 @@ inline nlohmann::json run_torch_script(const std::filesystem::path& dir, const s
   std::ofstream(json) << spec.dump();
   std::string cmd = std::string(kTorchPython) + " '" + py.string() + "' '" + json.string() +
                     "' 2>'" + err.string() + "'";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw std::runtime_error("could not start " + cmd);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out.empty()) {
+  const CommandResult r = run_command(cmd);
+  if (r.status != 0 || r.output.empty()) {
     std::ostringstream text;
     text << std::ifstream(err).rdbuf();
-    throw std::runtime_error(cmd + " failed (status " + std::to_string(status) + "):\n" +
+    throw std::runtime_error(cmd + " failed (status " + std::to_string(r.status) + "):\n" +
                              text.str());
   }
-  return nlohmann::json::parse(out);
+  return nlohmann::json::parse(r.output);
 }
 
 }  // namespace tapestry::testing
