@@ -21,14 +21,10 @@
 
 namespace tapestry::testing {
 
-struct Run {
-  int status;
-  std::string output;  // stdout and stderr together
-};
+using Run = CommandResult;  // its output: stdout and stderr together
 
 inline Run run_shell(const std::string& cmd) {
-  const CommandResult r = run_command(cmd + " 2>&1");
-  return {r.status, r.output};
+  return run_command(cmd + " 2>&1");
 }
 
 inline Run explain(const std::string& args) {

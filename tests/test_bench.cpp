@@ -19,6 +19,7 @@
 #include "tapestry/core/packed.h"
 #include "tapestry/models/seq2seq.h"
 #include "tools/bench_data.h"
+#include "torch_run.h"
 
 using namespace tapestry;
 using namespace tapestry::cli;
@@ -97,10 +98,7 @@ int64_t reference_params(int64_t V, int64_t E, int64_t H, int64_t A, int64_t d) 
          (3 * H * (E + D) + 3 * H * H + 6 * H) + (H * V + V);
 }
 
-struct Run {
-  int status;
-  std::string output;
-};
+using Run = testing::CommandResult;
 
 // Loads the reference's own model class from torch_seq2seq.py, gives it our weights (float64)
 // and prints its loss and every parameter's gradient on our batch.
@@ -142,9 +140,8 @@ std::string reference_name(const std::string& ours) {
 }
 
 Run run_bench(const std::string& args) {
-  const testing::CommandResult r =
-      testing::run_command(fmt::format("'{}/tapestry' bench {} 2>&1", TAPESTRY_BINARY_DIR, args));
-  return {r.status, r.output};
+  return testing::run_command(
+      fmt::format("'{}/tapestry' bench {} 2>&1", TAPESTRY_BINARY_DIR, args));
 }
 
 }  // namespace
@@ -520,9 +517,7 @@ TEST_CASE("the bench model computes the reference's loss and gradients", "[bench
   namespace fs = std::filesystem;
   const fs::path reference =
       fs::path(TAPESTRY_SOURCE_DIR) / ".." / "shared" / "bench" / "torch_seq2seq.py";
-  if (!fs::exists(reference) ||
-      testing::run_command("/usr/bin/python3 -c 'import torch; print(\"yes\")' 2>/dev/null")
-              .output.find("yes") == std::string::npos) {
+  if (!fs::exists(reference) || !testing::torch_available()) {
     WARN("the reference or python3 with torch not found: loss parity with it not checked");
     return;
   }

@@ -44,15 +44,10 @@ std::string data(const std::string& name) {
   return std::string(TAPESTRY_SOURCE_DIR) + "/tests/data/bleu/" + name;
 }
 
-struct Run {
-  int status;
-  std::string output;  // stdout and stderr together
-};
+using Run = testing::CommandResult;  // its output: stdout and stderr together
 
 Run run_tapestry(const std::string& args) {
-  const testing::CommandResult r =
-      testing::run_command(fmt::format("'{}/tapestry' bleu {} 2>&1", TAPESTRY_BINARY_DIR, args));
-  return {r.status, r.output};
+  return testing::run_command(fmt::format("'{}/tapestry' bleu {} 2>&1", TAPESTRY_BINARY_DIR, args));
 }
 
 }  // namespace

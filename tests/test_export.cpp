@@ -21,6 +21,7 @@
 #include "tapestry/nn/checkpoint.h"
 #include "tools/export_pytorch.h"
 #include "tools/text_files.h"
+#include "torch_run.h"
 
 using namespace tapestry;
 using namespace tapestry::testing;
@@ -29,17 +30,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kPython = "/usr/bin/python3";
-
-struct Shell {
-  int status = -1;
-  std::string out;  // standard output only
-};
-
-// Runs a shell command; its standard error goes to `err_file` (or is dropped).
-Shell shell(const std::string& cmd, const std::string& err_file = "/dev/null") {
-  const CommandResult c = run_command(cmd + " 2>'" + err_file + "'");
-  return {c.status, c.output};
+// Runs a shell command; its standard error goes to `err_file` (or is dropped), so the result's
+// output is its standard output only.
+CommandResult shell(const std::string& cmd, const std::string& err_file = "/dev/null") {
+  return run_command(cmd + " 2>'" + err_file + "'");
 }
 
 std::string tapestry_cmd(const std::string& args) {
@@ -65,13 +59,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 bool python_available() {
-  return fs::exists(kPython);
-}
-
-bool torch_available() {
-  return python_available() &&
-         shell(fmt::format("{} -c 'import torch; print(\"yes\")'", kPython)).out.find("yes") !=
-             std::string::npos;
+  return fs::exists(kTorchPython);
 }
 
 // A tiny run for the bad-input checks (one epoch, seconds).
@@ -150,10 +138,10 @@ struct CppResult {
 void run_config(const Config& c, const std::string& dir, int beam, CppResult& r) {
   const std::string run = dir + "/run", exp = dir + "/export", err = dir + "/stderr.txt";
   auto step = [&](const std::string& args, std::string* out) {
-    Shell s = shell(tapestry_cmd(args), err);
+    CommandResult s = shell(tapestry_cmd(args), err);
     if (s.status != 0 && r.error.empty())
-      r.error = fmt::format("tapestry {} -> status {}: {}{}", args, s.status, s.out, read(err));
-    if (out) *out = s.out;
+      r.error = fmt::format("tapestry {} -> status {}: {}{}", args, s.status, s.output, read(err));
+    if (out) *out = s.output;
     return s.status == 0;
   };
   fs::create_directories(dir);
@@ -270,8 +258,8 @@ nlohmann::json run_driver(const std::string& dir, const std::string& tag,
                     {"ref", work + "/" + name + "/run/test.ref"}});
   const std::string in = dir + "/jobs-" + tag + ".json", out = dir + "/results-" + tag + ".json";
   write(in, jobs.dump());
-  Shell s = shell(fmt::format("{} '{}/driver.py' '{}' '{}'", kPython, dir, in, out),
-                  dir + "/driver-" + tag + ".err");
+  CommandResult s = shell(fmt::format("{} '{}/driver.py' '{}' '{}'", kTorchPython, dir, in, out),
+                          dir + "/driver-" + tag + ".err");
   if (s.status != 0)
     return {
         {"error", fmt::format("driver {} failed: {}", tag, read(dir + "/driver-" + tag + ".err"))}};
@@ -478,10 +466,10 @@ for case in json.load(open(sys.argv[2], encoding="utf-8")):
     out.append({"tokens": tokens, "text": p.detokenize(tokens)})
 print(json.dumps(out))
 )PY");
-  Shell s = shell(
-      fmt::format("{} '{}' '{}' '{}'", kPython, dir / "check.py", dir.str(), dir / "cases.json"));
+  CommandResult s = shell(fmt::format("{} '{}' '{}' '{}'", kTorchPython, dir / "check.py",
+                                      dir.str(), dir / "cases.json"));
   REQUIRE(s.status == 0);
-  const nlohmann::json got = nlohmann::json::parse(s.out);
+  const nlohmann::json got = nlohmann::json::parse(s.output);
   REQUIRE(got.size() == expected.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO(cases[i].dump());
@@ -492,7 +480,8 @@ print(json.dumps(out))
 TEST_CASE("exported PyTorch models translate and score exactly as Tapestry does",
           "[export][torch]") {
   if (!torch_available()) {
-    WARN("python3 with torch not found (" << kPython << "): the PyTorch export is not checked");
+    WARN("python3 with torch not found (" << kTorchPython
+                                          << "): the PyTorch export is not checked");
     return;
   }
   TempDir dir("export_parity");
@@ -502,7 +491,7 @@ TEST_CASE("exported PyTorch models translate and score exactly as Tapestry does"
 TEST_CASE("exported PyTorch Transformers translate and score exactly as Tapestry does",
           "[export][torch][transformer]") {
   if (!torch_available()) {
-    WARN("python3 with torch not found (" << kPython
+    WARN("python3 with torch not found (" << kTorchPython
                                           << "): the Transformer's export is not "
                                              "checked");
     return;
@@ -547,12 +536,13 @@ TEST_CASE("exported PyTorch Transformers translate and score exactly as Tapestry
   }
   write(dir / "reference.py", kTransformerReference);
   const std::string base = dir / "configs/transformer-post-relu-sinusoidal";
-  Shell s = shell(fmt::format("{} '{}' '{}' '{}/export' '{}/run/test.src' '{}/run/test.ref'",
-                              kPython, dir / "reference.py", reference.string(), base, base, base),
-                  dir / "reference.err");
+  CommandResult s =
+      shell(fmt::format("{} '{}' '{}' '{}/export' '{}/run/test.src' '{}/run/test.ref'",
+                        kTorchPython, dir / "reference.py", reference.string(), base, base, base),
+            dir / "reference.err");
   INFO(read(dir / "reference.err"));
   REQUIRE(s.status == 0);
-  const nlohmann::json r = nlohmann::json::parse(s.out);
+  const nlohmann::json r = nlohmann::json::parse(s.output);
   INFO(r.dump());
   CHECK(r["keys"].get<bool>());
   // The reference computes its sinusoids in float32, the export in float64 (as Tapestry does).
@@ -566,9 +556,9 @@ TEST_CASE("exported PyTorch Transformers translate and score exactly as Tapestry
 TEST_CASE("exported subword models segment, translate and score exactly as Tapestry does",
           "[export][torch][subword]") {
   if (!torch_available() ||
-      shell(fmt::format("{} -c 'import sentencepiece; print(\"yes\")'", kPython)).out.find("yes") ==
-          std::string::npos) {
-    WARN("python3 with torch and sentencepiece not found (" << kPython
+      shell(fmt::format("{} -c 'import sentencepiece; print(\"yes\")'", kTorchPython))
+              .output.find("yes") == std::string::npos) {
+    WARN("python3 with torch and sentencepiece not found (" << kTorchPython
                                                             << "): subword exports not checked");
     return;
   }
@@ -623,7 +613,8 @@ TEST_CASE("exported subword models segment, translate and score exactly as Tapes
 
 TEST_CASE("the exported model.py bounds decoding as Tapestry does", "[export][torch]") {
   if (!torch_available()) {
-    WARN("python3 with torch not found (" << kPython << "): model.py's bounds are not checked");
+    WARN("python3 with torch not found (" << kTorchPython
+                                          << "): model.py's bounds are not checked");
     return;
   }
   TempDir dir("export_bounds");
@@ -650,11 +641,11 @@ TEST_CASE("the exported model.py bounds decoding as Tapestry does", "[export][to
       "model.DecodeOptions(max_len_ratio=3), 7), "
       "model.step_limit(object(), model.DecodeOptions(max_len_ratio=3), 7)]))\n";
   write(dir / "bounds.py", py);
-  Shell s =
-      shell(fmt::format("{} '{}' '{}'", kPython, dir / "bounds.py", dir.str()), dir / "bounds.err");
+  CommandResult s = shell(fmt::format("{} '{}' '{}'", kTorchPython, dir / "bounds.py", dir.str()),
+                          dir / "bounds.err");
   INFO(read(dir / "bounds.err"));
   REQUIRE(s.status == 0);
-  const nlohmann::json got = nlohmann::json::parse(s.out);
+  const nlohmann::json got = nlohmann::json::parse(s.output);
   REQUIRE(got.size() == cases.size() + 5);
   for (size_t i = 0; i < cases.size(); ++i) {
     models::DecodeOptions o;
@@ -681,7 +672,7 @@ TEST_CASE("the exported model.py bounds decoding as Tapestry does", "[export][to
 
 TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export][torch]") {
   if (!torch_available()) {
-    WARN("python3 with torch not found (" << kPython << "): translate.py is not checked");
+    WARN("python3 with torch not found (" << kTorchPython << "): translate.py is not checked");
     return;
   }
   TempDir dir("export_cli");
@@ -706,13 +697,13 @@ TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export
                               // Long limits (past the learned model's 32 positions).
                               "--beam 2 --max-len-ratio 4 --max-len-extra 40"}) {
       INFO(flags);
-      Shell ours = shell(tapestry_cmd(
+      CommandResult ours = shell(tapestry_cmd(
           fmt::format("translate --model '{}' {} < '{}'", run, flags, dir / "input.txt")));
-      Shell theirs = shell(
-          fmt::format("{} '{}/translate.py' {} < '{}'", kPython, exp, flags, dir / "input.txt"));
+      CommandResult theirs = shell(fmt::format("{} '{}/translate.py' {} < '{}'", kTorchPython, exp,
+                                               flags, dir / "input.txt"));
       REQUIRE(ours.status == 0);
       REQUIRE(theirs.status == 0);
-      const auto a = lines_of(ours.out), b = lines_of(theirs.out);
+      const auto a = lines_of(ours.output), b = lines_of(theirs.output);
       CHECK(a.size() >= 6);
       REQUIRE(b.size() == a.size());
       for (size_t i = 0; i < a.size(); ++i) {
@@ -738,16 +729,16 @@ TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export
     for (int i = 0; i < 20; ++i) line += " " + test[5];
     write(dir / "long.txt", test[0] + "\n" + line + "\n");
     const char* flags = "--max-len-ratio 0 --max-len-extra 3";
-    Shell ours = shell(tapestry_cmd(fmt::format("translate --model '{}' {} --input '{}'", run,
-                                                flags, dir / "long.txt")),
-                       dir / "ours.err");
-    Shell theirs = shell(
-        fmt::format("{} '{}/translate.py' {} --input '{}'", kPython, exp, flags, dir / "long.txt"),
-        dir / "theirs.err");
+    CommandResult ours = shell(tapestry_cmd(fmt::format("translate --model '{}' {} --input '{}'",
+                                                        run, flags, dir / "long.txt")),
+                               dir / "ours.err");
+    CommandResult theirs = shell(fmt::format("{} '{}/translate.py' {} --input '{}'", kTorchPython,
+                                             exp, flags, dir / "long.txt"),
+                                 dir / "theirs.err");
     REQUIRE(ours.status == 0);
     REQUIRE(theirs.status == 0);
-    CHECK(lines_of(theirs.out).size() == 2);
-    CHECK(theirs.out == ours.out);
+    CHECK(lines_of(theirs.output).size() == 2);
+    CHECK(theirs.output == ours.output);
     CHECK_THAT(read(dir / "ours.err"), Contains("more than the 1024 a sentence may have"));
     CHECK_THAT(
         read(dir / "theirs.err"),
@@ -759,7 +750,8 @@ TEST_CASE("python3 translate.py prints what tapestry translate prints", "[export
 
 TEST_CASE("tapestry bench --model and bench_exported.py time the same batches", "[export][torch]") {
   if (!torch_available()) {
-    WARN("python3 with torch not found (" << kPython << "): the recipe benchmark is not checked");
+    WARN("python3 with torch not found (" << kTorchPython
+                                          << "): the recipe benchmark is not checked");
     return;
   }
   TempDir dir("bench_recipe");
@@ -767,21 +759,21 @@ TEST_CASE("tapestry bench --model and bench_exported.py time the same batches", 
   REQUIRE(shell(tapestry_cmd(fmt::format("train {} --out '{}'", kTiny, run))).status == 0);
   REQUIRE(shell(tapestry_cmd(fmt::format("export --model '{}' --to pytorch --out '{}'", run, exp)))
               .status == 0);
-  auto result = [](const Shell& s) {
-    INFO(s.out);
-    const auto at = s.out.rfind("RESULT ");
+  auto result = [](const CommandResult& s) {
+    INFO(s.output);
+    const auto at = s.output.rfind("RESULT ");
     REQUIRE(at != std::string::npos);
-    return nlohmann::json::parse(s.out.substr(at + 7, s.out.find('\n', at) - at - 7));
+    return nlohmann::json::parse(s.output.substr(at + 7, s.output.find('\n', at) - at - 7));
   };
-  const Shell t = shell(tapestry_cmd(fmt::format(
+  const CommandResult t = shell(tapestry_cmd(fmt::format(
       "bench --model '{}' --src-text '{}/test.src' --tgt-text '{}/test.ref' --batch 8 --pool 2 "
       "--warmup 1 --iters 2 --threads 1 --dump-batches '{}'",
       run, run, run, batches)));
   REQUIRE(t.status == 0);
   const nlohmann::json tr = result(t);
-  const Shell p =
-      shell(fmt::format("{} '{}/tools/bench_exported.py' '{}' '{}' --warmup 1 --iters 2", kPython,
-                        TAPESTRY_SOURCE_DIR, exp, batches));
+  const CommandResult p =
+      shell(fmt::format("{} '{}/tools/bench_exported.py' '{}' '{}' --warmup 1 --iters 2",
+                        kTorchPython, TAPESTRY_SOURCE_DIR, exp, batches));
   REQUIRE(p.status == 0);
   const nlohmann::json pr = result(p);
   CHECK(tr["params"] == pr["params"]);
@@ -794,7 +786,8 @@ TEST_CASE("tapestry bench --model and bench_exported.py time the same batches", 
   // batch on both sides.
   CHECK(pr["loss_first"].get<double>() == Approx(tr["loss_first"].get<double>()).epsilon(1e-5));
   // A bad flag value is one line naming the flag.
-  const Shell bad = shell(tapestry_cmd(fmt::format("bench --model '{}'", run)), dir / "err.txt");
+  const CommandResult bad =
+      shell(tapestry_cmd(fmt::format("bench --model '{}'", run)), dir / "err.txt");
   CHECK(bad.status == 2);
   CHECK_THAT(read(dir / "err.txt"), Contains("--src-text"));
 }
