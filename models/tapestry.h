@@ -29,6 +29,7 @@
 #include "tapestry/nn/module.h"
 #include "tapestry/nn/multihead_attention.h"
 #include "tapestry/nn/optim.h"
+#include "tapestry/nn/packing.h"
 #include "tapestry/nn/parameter.h"
 #include "tapestry/nn/rnn.h"
 #include "tapestry/nn/schedule.h"

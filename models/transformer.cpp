@@ -134,23 +134,47 @@ Var TransformerModel::logits(Tape& tape, const Var& features) {
 }
 
 Var TransformerModel::loss(Tape& tape, const Batch& batch, Rng& rng, double label_smoothing) {
-  const int64_t b = batch.size, t = batch.tgt_len;
-  const Memory memory = encode(tape, batch, rng);
-  const Var h = decode(tape, memory, batch, rng);  // (B,T,d)
-  // Only the real target positions are projected: (B,T,d) -> (N,d) -> (N,V).
+  const int64_t b = batch.size, s = batch.src_len, t = batch.tgt_len;
+  // Per thread (training splits a batch over threads that share the model), and kept from call
+  // to call so that their lists keep their capacity.
+  thread_local nn::Packing src_packing, tgt_packing;
+  src_packing.assign(batch.src_lengths, s);
+  tgt_packing.assign(batch.tgt_lengths, t);
+  const Tensor src_valid = length_mask(batch.src_lengths, b, s, dtype_);
+  Var memory, h;  // (Ns,d), (Nt,d)
+  {
+    Region region(tape, "encoder");
+    const Var x = nn::pack(embed(tape, false, batch.src, b, s, 0, rng), src_packing);
+    memory = encoder_.forward(tape, x, src_valid, rng, nullptr, &src_packing);
+  }
+  {
+    Region region(tape, "decoder");
+    const Tensor tgt_valid = length_mask(batch.tgt_lengths, b, t, dtype_);
+    const Var y = nn::pack(embed(tape, true, batch.tgt_in, b, t, 0, rng), tgt_packing);
+    h = decoder_.forward(tape, y, memory, tgt_valid, src_valid, rng, nullptr, &tgt_packing,
+                         &src_packing);
+  }
+  // Only the real target tokens are projected: their packed rows of h (N,d) -> (N,V); usually
+  // every packed row in order, then h is used as it is.
   std::vector<int32_t>& rows = scratch_list<int32_t, struct TransformerLossRows>();
   std::vector<int32_t>& targets = scratch_list<int32_t, struct TransformerLossTargets>();
   rows.clear();
   targets.clear();
   for (int64_t i = 0; i < b * t; ++i)
     if (batch.tgt_out[i] != Vocab::kPad) {
-      rows.push_back(static_cast<int32_t>(i));
+      const int32_t row = tgt_packing.slots[static_cast<size_t>(i)];
+      if (i % t >= batch.tgt_lengths[static_cast<size_t>(i / t)])
+        throw ValueError(fmt::format(
+            "transformer: target token at row {}, position {} lies past the row's length {}", i / t,
+            i % t, batch.tgt_lengths[static_cast<size_t>(i / t)]));
+      rows.push_back(row);
       targets.push_back(batch.tgt_out[i]);
     }
+  const bool all_rows = static_cast<int64_t>(rows.size()) == tgt_packing.n();  // then in order
   Var z;
   {
     Region region(tape, "output");
-    z = logits(tape, ops::gather(ops::reshape(h, Shape{b * t, config_.d_model}), rows));
+    z = logits(tape, all_rows ? h : ops::gather(h, rows));
   }
   Region region(tape, "loss");
   return ops::cross_entropy(z, targets, Vocab::kPad, label_smoothing);

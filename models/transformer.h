@@ -40,7 +40,9 @@ class TransformerModel : public nn::Module {
              Weights* weights = nullptr);
   // (N,d) -> (N,V) or (B,T,d) -> (B,T,V)
   Var logits(Tape& tape, const Var& features);
-  // Mean cross-entropy over the batch's real target tokens (label-smoothed if eps > 0).
+  // Mean cross-entropy over the batch's real target tokens (label-smoothed if eps > 0). Encoder
+  // and decoder run on packed rows (nn::Packing): the same values as encode() and decode(), but
+  // no work at padded positions, and dropout draws its masks over the packed rows.
   Var loss(Tape& tape, const Batch& batch, Rng& rng, double label_smoothing = 0);
 
   // ---- decoding, one position at a time (under NoGrad, in eval mode)

@@ -232,6 +232,23 @@ void add_transformer_cases(GradcheckRegistry& reg) {
     }
   }
   reg.add(module_case(
+      "multihead_attention",
+      "separate projections, packed rows: query (5,4) of lengths {3,2}, key and value (3,4) of "
+      "lengths {2,1}",
+      {{"query", {5, 4}}, {"key", {3, 4}}, {"value", {3, 4}}},
+      [](Rng& rng) {
+        return std::make_unique<MultiheadAttention>(4, 2, 0.0, rng, DType::f64, false);
+      },
+      [](Tape& tape, Module& m, std::span<const Var> x) {
+        Rng rng(1);
+        Packing q, kv;
+        q.assign(std::vector<int64_t>{3, 2}, 3);
+        kv.assign(std::vector<int64_t>{2, 1}, 2);
+        auto o = as<MultiheadAttention>(m).forward(tape, x[0], x[1], x[2], padded_keys(2), false,
+                                                   rng, AttentionPath::fused, &q, &kv);
+        return o.y;
+      }));
+  reg.add(module_case(
       "multihead_attention", "self-attention, one packed product, S = 3", {{"x", {2, 3, 4}}},
       [](Rng& rng) { return std::make_unique<MultiheadAttention>(4, 2, 0.0, rng, DType::f64); },
       [](Tape& tape, Module& m, std::span<const Var> x) {
@@ -266,6 +283,28 @@ void add_transformer_cases(GradcheckRegistry& reg) {
                                                           padded_keys(2), rng);
           }));
       if (act == Activation::gelu) continue;
+      // Packed rows (what the training loss runs): padded_keys' lengths {3,2} and {2,1}.
+      reg.add(module_case(
+          "transformer_encoder", "2 layers, packed rows (N,d) = (5,4), " + what, {{"x", {5, 4}}},
+          [c](Rng& rng) { return std::make_unique<TransformerEncoder>(c, 2, rng, DType::f64); },
+          [](Tape& tape, Module& m, std::span<const Var> x) {
+            Rng rng(1);
+            Packing p;
+            p.assign(std::vector<int64_t>{3, 2}, 3);
+            return as<TransformerEncoder>(m).forward(tape, x[0], padded_keys(3), rng, nullptr, &p);
+          }));
+      reg.add(module_case(
+          "transformer_decoder", "2 layers, packed rows (5,4) and memory (3,4), " + what,
+          {{"y", {5, 4}}, {"memory", {3, 4}}},
+          [c](Rng& rng) { return std::make_unique<TransformerDecoder>(c, 2, rng, DType::f64); },
+          [](Tape& tape, Module& m, std::span<const Var> x) {
+            Rng rng(1);
+            Packing tgt, mem;
+            tgt.assign(std::vector<int64_t>{3, 2}, 3);
+            mem.assign(std::vector<int64_t>{2, 1}, 2);
+            return as<TransformerDecoder>(m).forward(tape, x[0], x[1], padded_keys(3),
+                                                     padded_keys(2), rng, nullptr, &tgt, &mem);
+          }));
       reg.add(module_case(
           "transformer_encoder", "2 layers and the final norm, " + what, {{"x", {2, 3, 4}}},
           [c](Rng& rng) { return std::make_unique<TransformerEncoder>(c, 2, rng, DType::f64); },

@@ -165,7 +165,7 @@ MultiheadAttention::Output MultiheadAttention::attend(Tape& tape, const Var& q, 
 MultiheadAttention::Output MultiheadAttention::attend_fused(Tape& tape, const Var& q, const Var& k,
                                                             const Var& v, ops::HeadColumns cols,
                                                             const Tensor& key_valid, bool causal,
-                                                            Rng& rng) {
+                                                            Rng& rng, const Packing* q_packing) {
   const int64_t b = q.dim(0), t = q.dim(1), s = k.dim(1);
   const Tensor valid = attention_valid(key_valid, b, t, s, causal, q.dtype());
   Tensor weights;
@@ -173,13 +173,18 @@ MultiheadAttention::Output MultiheadAttention::attend_fused(Tape& tape, const Va
                                                training(), &weights);
   Output out;
   out.weights = Var(std::move(weights));
-  out.y = out_proj_.forward(tape, merged);
+  out.y = out_proj_.forward(tape, q_packing ? pack(merged, *q_packing) : merged);
   return out;
 }
 
 MultiheadAttention::Output MultiheadAttention::forward(Tape& tape, const Var& query, const Var& key,
                                                        const Var& value, const Tensor& key_valid,
-                                                       bool causal, Rng& rng, AttentionPath path) {
+                                                       bool causal, Rng& rng, AttentionPath path,
+                                                       const Packing* q_packing,
+                                                       const Packing* kv_packing) {
+  if (q_packing || kv_packing)
+    return forward_packed(tape, query, key, value, key_valid, causal, rng, path, q_packing,
+                          kv_packing);
   const bool fit = query.ndim() == 3 && key.ndim() == 3 && value.ndim() == 3 &&
                    query.dim(2) == d_ && key.dim(2) == d_ && value.dim(2) == d_ &&
                    key.dim(0) == query.dim(0) && value.dim(0) == query.dim(0) &&
@@ -224,7 +229,9 @@ MultiheadAttention::Output MultiheadAttention::forward(Tape& tape, const Var& qu
 
 MultiheadAttention::Output MultiheadAttention::self_attention(Tape& tape, const Var& x,
                                                               const Tensor& valid, bool causal,
-                                                              Rng& rng, AttentionPath path) {
+                                                              Rng& rng, AttentionPath path,
+                                                              const Packing* packing) {
+  if (packing) return forward_packed(tape, x, x, x, valid, causal, rng, path, packing, packing);
   if (x.ndim() != 3 || x.dim(2) != d_)
     throw ShapeError(
         fmt::format("multihead_attention: input {} does not fit (B,T,{})", x.shape().str(), d_));
@@ -236,6 +243,46 @@ MultiheadAttention::Output MultiheadAttention::self_attention(Tape& tape, const 
   }
   std::array<Var, 3> qkv = split_heads(project(tape, x, 0, 3), 3);
   return attend(tape, qkv[0], qkv[1], qkv[2], b, t, t, valid, causal, rng);
+}
+
+// The fused path over packed rows: the projections run on the real positions only, then are
+// unpacked (zero rows at padding, which the masks hide) for the attention, whose merged heads are
+// packed again before out_proj.
+//   query (Nq,d), key and value (Nk,d) -> y (Nq,d)
+MultiheadAttention::Output MultiheadAttention::forward_packed(Tape& tape, const Var& query,
+                                                              const Var& key, const Var& value,
+                                                              const Tensor& key_valid, bool causal,
+                                                              Rng& rng, AttentionPath path,
+                                                              const Packing* q_packing,
+                                                              const Packing* kv_packing) {
+  if (path != AttentionPath::fused)
+    throw ValueError(
+        "multihead_attention: packed rows take the fused path (ask for weights with padded input)");
+  const bool fit = q_packing && kv_packing && query.ndim() == 2 && key.ndim() == 2 &&
+                   value.ndim() == 2 && query.dim(1) == d_ && key.dim(1) == d_ &&
+                   value.dim(1) == d_ && query.dim(0) == q_packing->n() &&
+                   key.dim(0) == kv_packing->n() && value.dim(0) == kv_packing->n() &&
+                   q_packing->b == kv_packing->b && (!causal || q_packing->l == kv_packing->l);
+  if (!fit)
+    throw ShapeError(fmt::format(
+        "multihead_attention: packed query {}, key {}, value {} do not fit: expected (Nq,{}) and "
+        "(Nk,{}) with packings of Nq = {} and Nk = {} rows of one batch{}",
+        query.shape().str(), key.shape().str(), value.shape().str(), d_, d_,
+        q_packing ? q_packing->n() : -1, kv_packing ? kv_packing->n() : -1,
+        causal ? ", S = T for a causal mask" : ""));
+  if (query.node() == key.node() && key.node() == value.node() && query.node() >= 0 &&
+      q_packing == kv_packing) {
+    const Var qkv = unpack(project(tape, query, 0, 3), *q_packing);  // (B,T,3d)
+    return attend_fused(tape, qkv, qkv, qkv, {0, d_, 2 * d_}, key_valid, causal, rng, q_packing);
+  }
+  const Var q = unpack(project(tape, query, 0), *q_packing);
+  if (key.node() == value.node() && key.node() >= 0) {
+    const Var kv = unpack(project(tape, key, 1, 2), *kv_packing);  // (B,S,2d): k's heads, then v's
+    return attend_fused(tape, q, kv, kv, {0, 0, d_}, key_valid, causal, rng, q_packing);
+  }
+  return attend_fused(tape, q, unpack(project(tape, key, 1), *kv_packing),
+                      unpack(project(tape, value, 2), *kv_packing), {}, key_valid, causal, rng,
+                      q_packing);
 }
 
 // ---------------------------------------------------------------------------------------------

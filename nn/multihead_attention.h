@@ -9,6 +9,7 @@
 #include "tapestry/core/random.h"
 #include "tapestry/nn/linear.h"
 #include "tapestry/nn/module.h"
+#include "tapestry/nn/packing.h"
 #include "tapestry/ops/scaled_dot_attention.h"
 
 namespace tapestry::nn {
@@ -71,12 +72,17 @@ class MultiheadAttention : public Module {
   // key_valid (B,S) in the dtype (1 real, 0 padding; undefined: all real). causal: query t sees
   // keys j <= t. Dropout (training mode) on the weights, drawn from `rng`. Throws ShapeError
   // naming every shape unless they fit.
+  // Packed rows (the fused path only): with q_packing and kv_packing, query is (Nq,d), the real
+  // positions of q_packing's (B,T) batch, key and value (Nk,d) of kv_packing's (B,S), and y is
+  // (Nq,d); the projections skip the padding, the attention between them runs padded (zero rows).
   Output forward(Tape& tape, const Var& query, const Var& key, const Var& value,
                  const Tensor& key_valid, bool causal, Rng& rng,
-                 AttentionPath path = AttentionPath::steps);
-  // forward(x, x, x, ...): one product for q, k and v together.
+                 AttentionPath path = AttentionPath::steps, const Packing* q_packing = nullptr,
+                 const Packing* kv_packing = nullptr);
+  // forward(x, x, x, ...): one product for q, k and v together; x (N,d) with a packing.
   Output self_attention(Tape& tape, const Var& x, const Tensor& valid, bool causal, Rng& rng,
-                        AttentionPath path = AttentionPath::steps);
+                        AttentionPath path = AttentionPath::steps,
+                        const Packing* packing = nullptr);
 
   // ---- decoding, one position at a time (no gradient: call under NoGrad)
   // An empty self-attention cache for b rows and up to `capacity` positions.
@@ -105,12 +111,16 @@ class MultiheadAttention : public Module {
   // (B,L,n*d) -> n <= 3 tensors (B*h,L,dk), one copy for all of them (a fixed array: no heap
   // allocation in a training step).
   std::array<Var, 3> split_heads(const Var& x, int n) const;
+  Output forward_packed(Tape& tape, const Var& query, const Var& key, const Var& value,
+                        const Tensor& key_valid, bool causal, Rng& rng, AttentionPath path,
+                        const Packing* q_packing, const Packing* kv_packing);
   Output attend(Tape& tape, const Var& q, const Var& k, const Var& v, int64_t b, int64_t t,
                 int64_t s, const Tensor& key_valid, bool causal, Rng& rng);
   // The fused path from the projections on: q (B,T,*), k and v (B,S,*) with their heads from
-  // columns `cols`.
+  // columns `cols`; with q_packing, the merged heads are packed to (Nq,d) before out_proj.
   Output attend_fused(Tape& tape, const Var& q, const Var& k, const Var& v, ops::HeadColumns cols,
-                      const Tensor& key_valid, bool causal, Rng& rng);
+                      const Tensor& key_valid, bool causal, Rng& rng,
+                      const Packing* q_packing = nullptr);
 
   int64_t d_, heads_, dk_;
   double dropout_;

@@ -60,12 +60,13 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerLayerConfig& c
 }
 
 Var TransformerEncoderLayer::forward(Tape& tape, const Var& x, const Tensor& valid, Rng& rng,
-                                     Var* weights) {
+                                     Var* weights, const Packing* packing) {
   const bool train = training();
   // Asked for the weights: record each step of the attention, so that they carry gradients.
   const AttentionPath path = weights ? AttentionPath::steps : AttentionPath::fused;
   auto sa = [&](const Var& in) {
-    MultiheadAttention::Output o = self_attn_.self_attention(tape, in, valid, false, rng, path);
+    MultiheadAttention::Output o =
+        self_attn_.self_attention(tape, in, valid, false, rng, path, packing);
     if (weights) *weights = o.weights;
     return ops::dropout(o.y, c_.dropout, rng, train);
   };
@@ -113,11 +114,13 @@ Var TransformerDecoderLayer::ffn(Tape& tape, const Var& x, Rng& rng) {
 
 Var TransformerDecoderLayer::forward(Tape& tape, const Var& x, const Var& memory,
                                      const Tensor& tgt_valid, const Tensor& mem_valid, Rng& rng,
-                                     Weights* weights) {
+                                     Weights* weights, const Packing* tgt_packing,
+                                     const Packing* mem_packing) {
   const bool train = training();
   const AttentionPath path = weights ? AttentionPath::steps : AttentionPath::fused;
   auto sa = [&](const Var& in) {
-    MultiheadAttention::Output o = self_attn_.self_attention(tape, in, tgt_valid, true, rng, path);
+    MultiheadAttention::Output o =
+        self_attn_.self_attention(tape, in, tgt_valid, true, rng, path, tgt_packing);
     if (weights) {
       weights->self = o.weights;
       weights->self_parts = o.parts;
@@ -125,8 +128,8 @@ Var TransformerDecoderLayer::forward(Tape& tape, const Var& x, const Var& memory
     return ops::dropout(o.y, c_.dropout, rng, train);
   };
   auto ca = [&](const Var& in) {
-    MultiheadAttention::Output o =
-        cross_attn_.forward(tape, in, memory, memory, mem_valid, false, rng, path);
+    MultiheadAttention::Output o = cross_attn_.forward(tape, in, memory, memory, mem_valid, false,
+                                                       rng, path, tgt_packing, mem_packing);
     if (weights) {
       weights->cross = o.weights;
       weights->cross_parts = o.parts;
@@ -180,11 +183,11 @@ TransformerEncoder::TransformerEncoder(const TransformerLayerConfig& c, int laye
 }
 
 Var TransformerEncoder::forward(Tape& tape, const Var& x, const Tensor& valid, Rng& rng,
-                                std::vector<Var>* weights) {
+                                std::vector<Var>* weights, const Packing* packing) {
   Var y = x;
   for (auto& layer : layers_) {
     Var w;
-    y = layer->forward(tape, y, valid, rng, weights ? &w : nullptr);
+    y = layer->forward(tape, y, valid, rng, weights ? &w : nullptr, packing);
     if (weights) weights->push_back(w);
   }
   return norm_.forward(tape, y);
@@ -202,11 +205,13 @@ TransformerDecoder::TransformerDecoder(const TransformerLayerConfig& c, int laye
 
 Var TransformerDecoder::forward(Tape& tape, const Var& x, const Var& memory,
                                 const Tensor& tgt_valid, const Tensor& mem_valid, Rng& rng,
-                                std::vector<TransformerDecoderLayer::Weights>* weights) {
+                                std::vector<TransformerDecoderLayer::Weights>* weights,
+                                const Packing* tgt_packing, const Packing* mem_packing) {
   Var y = x;
   for (auto& layer : layers_) {
     TransformerDecoderLayer::Weights w;
-    y = layer->forward(tape, y, memory, tgt_valid, mem_valid, rng, weights ? &w : nullptr);
+    y = layer->forward(tape, y, memory, tgt_valid, mem_valid, rng, weights ? &w : nullptr,
+                       tgt_packing, mem_packing);
     if (weights) weights->push_back(w);
   }
   return norm_.forward(tape, y);

@@ -40,7 +40,9 @@ class TransformerEncoderLayer : public Module {
   // x (B,S,d), valid (B,S) (1 real; undefined: all real) -> (B,S,d). With `weights`, the self-
   // attention's per-head weights (B,h,S,S) are stored there, recorded step by step so that they
   // carry gradients; without, the attention is one fused op (AttentionPath, the same bits).
-  Var forward(Tape& tape, const Var& x, const Tensor& valid, Rng& rng, Var* weights = nullptr);
+  // With a packing (and no weights), x is (N,d), the batch's real positions, and so is the result.
+  Var forward(Tape& tape, const Var& x, const Tensor& valid, Rng& rng, Var* weights = nullptr,
+              const Packing* packing = nullptr);
   MultiheadAttention& self_attn() { return self_attn_; }
 
  private:
@@ -65,9 +67,11 @@ class TransformerDecoderLayer : public Module {
   };
   // x (B,T,d), memory (B,S,d), tgt_valid (B,T), mem_valid (B,S) -> (B,T,d); the self-attention is
   // causal (position t sees positions <= t). Attention recorded as in the encoder layer: step by
-  // step with `weights`, fused without.
+  // step with `weights`, fused without. With packings (and no weights), x is (Nt,d) and memory
+  // (Ns,d), the real positions of the target and source batches, and the result is (Nt,d).
   Var forward(Tape& tape, const Var& x, const Var& memory, const Tensor& tgt_valid,
-              const Tensor& mem_valid, Rng& rng, Weights* weights = nullptr);
+              const Tensor& mem_valid, Rng& rng, Weights* weights = nullptr,
+              const Packing* tgt_packing = nullptr, const Packing* mem_packing = nullptr);
   // One new position x (B,d) against the caches (no gradient): equal to row t of forward() over
   // the prefix, in eval mode.
   Var step(Tape& tape, const Var& x, KVCache& self_cache, KVCache& cross_cache,
@@ -89,9 +93,9 @@ class TransformerEncoder : public Module {
  public:
   TransformerEncoder(const TransformerLayerConfig& c, int layers, Rng& rng,
                      DType dtype = DType::f32);
-  // weights, if given, receives each layer's self-attention weights.
+  // weights, if given, receives each layer's self-attention weights; packing as in the layer.
   Var forward(Tape& tape, const Var& x, const Tensor& valid, Rng& rng,
-              std::vector<Var>* weights = nullptr);
+              std::vector<Var>* weights = nullptr, const Packing* packing = nullptr);
   TransformerEncoderLayer& layer(int i) { return *layers_[static_cast<size_t>(i)]; }
   int num_layers() const { return static_cast<int>(layers_.size()); }
 
@@ -106,7 +110,8 @@ class TransformerDecoder : public Module {
                      DType dtype = DType::f32);
   Var forward(Tape& tape, const Var& x, const Var& memory, const Tensor& tgt_valid,
               const Tensor& mem_valid, Rng& rng,
-              std::vector<TransformerDecoderLayer::Weights>* weights = nullptr);
+              std::vector<TransformerDecoderLayer::Weights>* weights = nullptr,
+              const Packing* tgt_packing = nullptr, const Packing* mem_packing = nullptr);
   // Caches for decoding b rows up to `capacity` positions against `memory` (B,S,d): per layer a
   // self-attention cache and the memory's projected keys and values.
   struct Caches {

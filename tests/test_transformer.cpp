@@ -357,3 +357,100 @@ TEST_CASE("the torch_transformer.py parameter count", "[transformer]") {
   CHECK(count(1000, 128, 2, 4, 256) == 1048040);
   CHECK(count(8000, 256, 3, 8, 512) == 10106688);
 }
+
+TEST_CASE("a packing lists the real positions and unpacking reads real rows only",
+          "[transformer][packing]") {
+  nn::Packing p;
+  p.assign(std::vector<int64_t>{3, 1, 0, 5}, 3);  // a row without positions; one past L
+  CHECK(p.b == 4);
+  CHECK(p.l == 3);
+  CHECK(p.rows == std::vector<int32_t>{0, 1, 2, 3, 9, 10, 11});
+  CHECK(p.slots == std::vector<int32_t>{0, 1, 2, 3, 3, 3, 0, 0, 0, 4, 5, 6});
+  // x (B,L,w) with x[r,j,c] = 100 r + 10 j + c
+  Tensor x = Tensor::empty({4, 3, 2}, DType::f64);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.set(i, static_cast<double>(i / 6 * 100 + i / 2 % 3 * 10 + i % 2));
+  const Var packed = nn::pack(Var(x), p);
+  REQUIRE(packed.shape() == Shape{7, 2});
+  for (int64_t i = 0; i < 7; ++i)
+    for (int64_t c = 0; c < 2; ++c) CHECK(packed.value().at(i * 2 + c) == x.at(p.rows[i] * 2 + c));
+  const Var back = nn::unpack(packed, p);
+  REQUIRE(back.shape() == Shape{4, 3, 2});
+  for (int64_t i = 0; i < 12; ++i)
+    for (int64_t c = 0; c < 2; ++c)
+      CHECK(back.value().at(i * 2 + c) == packed.value().at(p.slots[i] * 2 + c));
+  // Real positions come back as they were.
+  for (int32_t r : p.rows)
+    for (int64_t c = 0; c < 2; ++c) CHECK(back.value().at(r * 2 + c) == x.at(r * 2 + c));
+  // Reusing a packing keeps nothing of the last assignment.
+  p.assign(std::vector<int64_t>{1}, 2);
+  CHECK(p.rows == std::vector<int32_t>{0});
+  CHECK(p.slots == std::vector<int32_t>{0, 0});
+}
+
+TEST_CASE("packing and unpacking name the shapes that do not fit", "[transformer][packing]") {
+  nn::Packing p;
+  p.assign(std::vector<int64_t>{2, 1}, 2);
+  CHECK_THROWS_WITH(nn::pack(Var(Tensor::zeros({2, 3, 4}, DType::f64)), p),
+                    Catch::Contains("pack: input (2,3,4)") && Catch::Contains("(2,2,*)"));
+  CHECK_THROWS_WITH(nn::unpack(Var(Tensor::zeros({4, 4}, DType::f64)), p),
+                    Catch::Contains("unpack: input (4,4)") && Catch::Contains("(3,*)"));
+  // The step-by-step attention (explain's) takes padded input only.
+  Rng rng(1);
+  nn::MultiheadAttention mha(4, 2, 0.0, rng, DType::f64);
+  Tape tape;
+  const Var x(Tensor::zeros({3, 4}, DType::f64));
+  CHECK_THROWS_AS(mha.self_attention(tape, x, Tensor(), false, rng, nn::AttentionPath::steps, &p),
+                  ValueError);
+  CHECK_THROWS_WITH(mha.self_attention(tape, Var(Tensor::zeros({4, 4}, DType::f64)), Tensor(),
+                                       false, rng, nn::AttentionPath::fused, &p),
+                    Catch::Contains("packed query (4,4)"));
+}
+
+TEST_CASE("the training loss on packed rows equals the padded encoder and decoder's",
+          "[transformer][packing]") {
+  // loss() packs the batch; encode() and decode() run every padded position. With dropout off
+  // the loss and every gradient agree (the products sum their rows in another order).
+  for (auto norm : {nn::NormPlace::post, nn::NormPlace::pre}) {
+    INFO(nn::norm_place_name(norm));
+    Seq2SeqConfig c = tiny_transformer(norm);
+    c.dropout = 0;
+    Seq2Seq model(c, DType::f64);
+    model.train();
+    std::vector<EncodedPair> ps = pairs();
+    Batch batch = batch_of(ps);
+    batch.tgt_out[1] = Vocab::kPad;  // a target skipped inside a row: the loss gathers rows
+    TransformerModel& t = model.transformer();
+    Tape tape;
+    Rng rng(3);
+    const Var packed = t.loss(tape, batch, rng);
+    tape.backward(packed);
+    std::vector<std::vector<double>> grads;
+    for (nn::Parameter* p : model.parameters()) grads.push_back(p->grad.to_vector());
+
+    model.zero_grad();
+    Tape tape2;
+    Rng rng2(3);
+    const auto memory = t.encode(tape2, batch, rng2);
+    const Var h = t.decode(tape2, memory, batch, rng2);  // (B,T,d)
+    std::vector<int32_t> rows, targets;
+    for (int64_t i = 0; i < batch.size * batch.tgt_len; ++i)
+      if (batch.tgt_out[i] != Vocab::kPad) {
+        rows.push_back(static_cast<int32_t>(i));
+        targets.push_back(batch.tgt_out[i]);
+      }
+    const Var z = t.logits(
+        tape2, ops::gather(ops::reshape(h, {batch.size * batch.tgt_len, c.d_model}), rows));
+    const Var padded = ops::cross_entropy(z, targets, Vocab::kPad);
+    tape2.backward(padded);
+    CHECK(std::abs(packed.value().item() - padded.value().item()) < 1e-12);
+    size_t i = 0;
+    for (nn::Parameter* p : model.parameters()) {
+      const std::vector<double> g = p->grad.to_vector();
+      double worst = 0;
+      for (size_t j = 0; j < g.size(); ++j) worst = std::max(worst, std::abs(g[j] - grads[i][j]));
+      CHECK(worst < 1e-12);
+      ++i;
+    }
+  }
+}
