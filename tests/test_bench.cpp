@@ -258,6 +258,20 @@ TEST_CASE("the GEMM FLOP count is the reference's formula", "[bench]") {
   }
 }
 
+TEST_CASE("the Transformer's computed work drops the padded positions' rows, by hand", "[bench]") {
+  BenchShape s;
+  s.arch = models::Arch::transformer;
+  s.batch = 2, s.src_len = 3, s.tgt_len = 2, s.d_model = 2, s.ffn = 3, s.enc_layers = 1,
+  s.dec_layers = 1, s.src_vocab = s.tgt_vocab = 5;
+  const double reference = train_gemm_flops(s, 6).training;
+  // Without padding the two counts agree.
+  CHECK(transformer_computed_train_flops(s, 6, 4) == reference);
+  // One source and one target position fewer: per source position the encoder's 2(4d^2 + 2df) =
+  // 2(16 + 12) = 56 and the decoder's memory keys and values 4d^2 = 16; per target position the
+  // decoder's 2(6d^2 + 2df) = 2(24 + 12) = 72 and the output layer's 2dV = 20; times 3.
+  CHECK(transformer_computed_train_flops(s, 5, 3) == reference - 3 * (56 + 16 + 72 + 20));
+}
+
 TEST_CASE("the bench model has the reference's parameter count", "[bench]") {
   // Expected values from the reference's layer shapes (reference_params); torch_seq2seq.py itself
   // prints params=66528, 105824, 504680, 661096 for tiny, tiny --bidir, small, small --bidir.
@@ -463,6 +477,11 @@ TEST_CASE("tapestry bench --arch transformer prints the reference's RESULT keys"
   CHECK(res["decode_gflops"].get<double>() ==
         Approx(res["decode_gemm_gflop"].get<double>() /
                (res["decode_ms_median"].get<double>() * 1e-3)));
+  // The work computed skips the padding's rows: never more than the reference's padded count.
+  const double computed = res["computed_gflop_per_step"].get<double>();
+  CHECK(computed > 0);
+  CHECK(computed <= res["gemm_gflop_per_step"].get<double>() * (1 + 1e-12));
+  CHECK(res["computed_gflops"].get<double>() == Approx(computed / (ms * 1e-3)));
   CHECK_THAT(r.output, Catch::Matchers::Contains("layers=2+2 heads=4 ffn=128"));
   // The flags override the preset, as the reference's do.
   r = run_bench(

@@ -235,6 +235,22 @@ inline GemmFlops transformer_train_gemm_flops(const BenchShape& s) {
   return {fwd, 3 * fwd};
 }
 
+// The work Tapestry's training step computes of that: its loss packs the real positions
+// (nn::Packing), so the projections, the feed-forward blocks and the output layer run on the N_src
+// real source and N_tgt real target positions; the attention products stay padded (B,T,S). Forward:
+//   L_enc [2 N_src (4d^2 + 2df) + 4BS^2 d] + L_dec [2 N_tgt (6d^2 + 2df) + 4 N_src d^2 + 4BT^2 d
+//   + 4BTSd] + 2 N_tgt dV; training 3x.
+inline double transformer_computed_train_flops(const BenchShape& s, double n_src, double n_tgt) {
+  const double B = static_cast<double>(s.batch), S = static_cast<double>(s.src_len),
+               T = static_cast<double>(s.tgt_len), d = static_cast<double>(s.d_model),
+               f = static_cast<double>(s.ffn), V = static_cast<double>(s.target_vocab());
+  const double enc = 2 * n_src * (4 * d * d + 2 * d * f) + 4 * B * S * S * d;
+  const double dec = 2 * n_tgt * (6 * d * d + 2 * d * f) + 4 * n_src * d * d + 4 * B * T * T * d +
+                     4 * B * T * S * d;
+  return 3 * (static_cast<double>(s.enc_layers) * enc + static_cast<double>(s.dec_layers) * dec +
+              2 * n_tgt * d * V);
+}
+
 // The reference's greedy decoding of a batch (decode_gemm_flops): the encoder once, then at step
 // p = 1..T the decoder over the whole prefix of p positions and the output layer of the last one.
 // Tapestry's decoder caches keys and values and computes only the new position, so this counts
