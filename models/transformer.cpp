@@ -140,6 +140,18 @@ Var TransformerModel::loss(Tape& tape, const Batch& batch, Rng& rng, double labe
   thread_local nn::Packing src_packing, tgt_packing;
   src_packing.assign(batch.src_lengths, s);
   tgt_packing.assign(batch.tgt_lengths, t);
+  // Only the real target tokens are projected: their packed rows of the decoder's output.
+  std::vector<int32_t>& rows = scratch_list<int32_t, struct TransformerLossRows>();
+  std::vector<int32_t>& targets = scratch_list<int32_t, struct TransformerLossTargets>();
+  for (int64_t i = 0; i < b * t; ++i)
+    if (batch.tgt_out[i] != Vocab::kPad) {
+      if (i % t >= batch.tgt_lengths[static_cast<size_t>(i / t)])
+        throw ValueError(fmt::format(
+            "transformer: target token at row {}, position {} lies past the row's length {}", i / t,
+            i % t, batch.tgt_lengths[static_cast<size_t>(i / t)]));
+      rows.push_back(tgt_packing.slots[static_cast<size_t>(i)]);
+      targets.push_back(batch.tgt_out[i]);
+    }
   const Tensor src_valid = length_mask(batch.src_lengths, b, s, dtype_);
   Var memory, h;  // (Ns,d), (Nt,d)
   {
@@ -154,27 +166,12 @@ Var TransformerModel::loss(Tape& tape, const Batch& batch, Rng& rng, double labe
     h = decoder_.forward(tape, y, memory, tgt_valid, src_valid, rng, nullptr, &tgt_packing,
                          &src_packing);
   }
-  // Only the real target tokens are projected: their packed rows of h (N,d) -> (N,V); usually
-  // every packed row in order, then h is used as it is.
-  std::vector<int32_t>& rows = scratch_list<int32_t, struct TransformerLossRows>();
-  std::vector<int32_t>& targets = scratch_list<int32_t, struct TransformerLossTargets>();
-  rows.clear();
-  targets.clear();
-  for (int64_t i = 0; i < b * t; ++i)
-    if (batch.tgt_out[i] != Vocab::kPad) {
-      const int32_t row = tgt_packing.slots[static_cast<size_t>(i)];
-      if (i % t >= batch.tgt_lengths[static_cast<size_t>(i / t)])
-        throw ValueError(fmt::format(
-            "transformer: target token at row {}, position {} lies past the row's length {}", i / t,
-            i % t, batch.tgt_lengths[static_cast<size_t>(i / t)]));
-      rows.push_back(row);
-      targets.push_back(batch.tgt_out[i]);
-    }
-  const bool all_rows = static_cast<int64_t>(rows.size()) == tgt_packing.n();  // then in order
+  // Usually every packed row, in order (rows increase): then h (N,d) is used as it is.
+  const bool all_rows = static_cast<int64_t>(rows.size()) == tgt_packing.n();
   Var z;
   {
     Region region(tape, "output");
-    z = logits(tape, all_rows ? h : ops::gather(h, rows));
+    z = logits(tape, all_rows ? h : ops::gather(h, rows));  // (N,V)
   }
   Region region(tape, "loss");
   return ops::cross_entropy(z, targets, Vocab::kPad, label_smoothing);

@@ -41,8 +41,9 @@ class TransformerModel : public nn::Module {
   // (N,d) -> (N,V) or (B,T,d) -> (B,T,V)
   Var logits(Tape& tape, const Var& features);
   // Mean cross-entropy over the batch's real target tokens (label-smoothed if eps > 0). Encoder
-  // and decoder run on packed rows (nn::Packing): the same values as encode() and decode(), but
-  // no work at padded positions, and dropout draws its masks over the packed rows.
+  // and decoder run on packed rows (nn::Packing): the same values as encode() and decode(), no
+  // position-wise work at padded positions (the attention itself runs padded), and dropout draws
+  // its masks over the packed rows. Throws ValueError for a target token past its row's length.
   Var loss(Tape& tape, const Batch& batch, Rng& rng, double label_smoothing = 0);
 
   // ---- decoding, one position at a time (under NoGrad, in eval mode)

@@ -31,6 +31,24 @@ Tensor xavier(int64_t rows, int64_t cols, Rng& rng, DType dtype) {
   return w;
 }
 
+// key_valid (B,S) (undefined: all real) and the packing's real positions: 1 where both say real.
+Tensor packed_key_valid(const Packing& p, const Tensor& key_valid, DType dtype) {
+  if (key_valid.defined() &&
+      (key_valid.ndim() != 2 || key_valid.dim(0) != p.b || key_valid.dim(1) != p.l))
+    throw ShapeError(
+        fmt::format("attention mask: key_valid {} does not fit the packing's (B,S) = "
+                    "({},{})",
+                    key_valid.shape().str(), p.b, p.l));
+  Tensor valid = Tensor::zeros({p.b, p.l}, dtype);
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = valid.data<T>();
+    for (int32_t r : p.rows)
+      if (!key_valid.defined() || key_valid.at(r) != 0) out[r] = T(1);
+  });
+  return valid;
+}
+
 }  // namespace
 
 Tensor attention_valid(const Tensor& key_valid, int64_t b, int64_t t, int64_t s, bool causal,
@@ -184,7 +202,7 @@ MultiheadAttention::Output MultiheadAttention::forward(Tape& tape, const Var& qu
                                                        const Packing* kv_packing) {
   if (q_packing || kv_packing)
     return forward_packed(tape, query, key, value, key_valid, causal, rng, path, q_packing,
-                          kv_packing);
+                          kv_packing, false);
   const bool fit = query.ndim() == 3 && key.ndim() == 3 && value.ndim() == 3 &&
                    query.dim(2) == d_ && key.dim(2) == d_ && value.dim(2) == d_ &&
                    key.dim(0) == query.dim(0) && value.dim(0) == query.dim(0) &&
@@ -231,7 +249,8 @@ MultiheadAttention::Output MultiheadAttention::self_attention(Tape& tape, const 
                                                               const Tensor& valid, bool causal,
                                                               Rng& rng, AttentionPath path,
                                                               const Packing* packing) {
-  if (packing) return forward_packed(tape, x, x, x, valid, causal, rng, path, packing, packing);
+  if (packing)
+    return forward_packed(tape, x, x, x, valid, causal, rng, path, packing, packing, true);
   if (x.ndim() != 3 || x.dim(2) != d_)
     throw ShapeError(
         fmt::format("multihead_attention: input {} does not fit (B,T,{})", x.shape().str(), d_));
@@ -246,42 +265,44 @@ MultiheadAttention::Output MultiheadAttention::self_attention(Tape& tape, const 
 }
 
 // The fused path over packed rows: the projections run on the real positions only, then are
-// unpacked (zero rows at padding, which the masks hide) for the attention, whose merged heads are
-// packed again before out_proj.
-//   query (Nq,d), key and value (Nk,d) -> y (Nq,d)
-MultiheadAttention::Output MultiheadAttention::forward_packed(Tape& tape, const Var& query,
-                                                              const Var& key, const Var& value,
-                                                              const Tensor& key_valid, bool causal,
-                                                              Rng& rng, AttentionPath path,
-                                                              const Packing* q_packing,
-                                                              const Packing* kv_packing) {
+// unpacked to (B,L,*) for the attention (padding a copy of a real row: masked as a key, and
+// dropped again by pack as a query), whose merged heads are packed again before out_proj.
+//   query (Nq,d), key and value (Nk,d) -> q (B,T,d), k and v (B,S,d) -> y (Nq,d)
+MultiheadAttention::Output MultiheadAttention::forward_packed(
+    Tape& tape, const Var& query, const Var& key, const Var& value, const Tensor& key_valid,
+    bool causal, Rng& rng, AttentionPath path, const Packing* q_packing, const Packing* kv_packing,
+    bool self) {
   if (path != AttentionPath::fused)
     throw ValueError(
         "multihead_attention: packed rows take the fused path (ask for weights with padded input)");
-  const bool fit = q_packing && kv_packing && query.ndim() == 2 && key.ndim() == 2 &&
-                   value.ndim() == 2 && query.dim(1) == d_ && key.dim(1) == d_ &&
-                   value.dim(1) == d_ && query.dim(0) == q_packing->n() &&
-                   key.dim(0) == kv_packing->n() && value.dim(0) == kv_packing->n() &&
-                   q_packing->b == kv_packing->b && (!causal || q_packing->l == kv_packing->l);
+  if (!q_packing || !kv_packing)
+    throw ValueError(
+        "multihead_attention: packed rows need both packings, the query's and the "
+        "keys' and values'");
+  const bool fit = query.ndim() == 2 && key.ndim() == 2 && value.ndim() == 2 &&
+                   query.dim(1) == d_ && key.dim(1) == d_ && value.dim(1) == d_ &&
+                   query.dim(0) == q_packing->n() && key.dim(0) == kv_packing->n() &&
+                   value.dim(0) == kv_packing->n() && q_packing->b == kv_packing->b &&
+                   (!causal || q_packing->l == kv_packing->l);
   if (!fit)
     throw ShapeError(fmt::format(
         "multihead_attention: packed query {}, key {}, value {} do not fit: expected (Nq,{}) and "
-        "(Nk,{}) with packings of Nq = {} and Nk = {} rows of one batch{}",
-        query.shape().str(), key.shape().str(), value.shape().str(), d_, d_,
-        q_packing ? q_packing->n() : -1, kv_packing ? kv_packing->n() : -1,
-        causal ? ", S = T for a causal mask" : ""));
-  if (query.node() == key.node() && key.node() == value.node() && query.node() >= 0 &&
-      q_packing == kv_packing) {
+        "(Nk,{}) with packings of Nq = {} and Nk = {} rows of one batch ({} and {}){}",
+        query.shape().str(), key.shape().str(), value.shape().str(), d_, d_, q_packing->n(),
+        kv_packing->n(), q_packing->b, kv_packing->b, causal ? ", S = T for a causal mask" : ""));
+  // The keys' padding holds copies of real rows: the mask must hide it whatever key_valid says.
+  const Tensor keys = packed_key_valid(*kv_packing, key_valid, query.dtype());  // (B,S)
+  if (self) {
     const Var qkv = unpack(project(tape, query, 0, 3), *q_packing);  // (B,T,3d)
-    return attend_fused(tape, qkv, qkv, qkv, {0, d_, 2 * d_}, key_valid, causal, rng, q_packing);
+    return attend_fused(tape, qkv, qkv, qkv, {0, d_, 2 * d_}, keys, causal, rng, q_packing);
   }
-  const Var q = unpack(project(tape, query, 0), *q_packing);
+  const Var q = unpack(project(tape, query, 0), *q_packing);  // (B,T,d)
   if (key.node() == value.node() && key.node() >= 0) {
     const Var kv = unpack(project(tape, key, 1, 2), *kv_packing);  // (B,S,2d): k's heads, then v's
-    return attend_fused(tape, q, kv, kv, {0, 0, d_}, key_valid, causal, rng, q_packing);
+    return attend_fused(tape, q, kv, kv, {0, 0, d_}, keys, causal, rng, q_packing);
   }
   return attend_fused(tape, q, unpack(project(tape, key, 1), *kv_packing),
-                      unpack(project(tape, value, 2), *kv_packing), {}, key_valid, causal, rng,
+                      unpack(project(tape, value, 2), *kv_packing), {}, keys, causal, rng,
                       q_packing);
 }
 

@@ -74,7 +74,8 @@ class MultiheadAttention : public Module {
   // naming every shape unless they fit.
   // Packed rows (the fused path only): with q_packing and kv_packing, query is (Nq,d), the real
   // positions of q_packing's (B,T) batch, key and value (Nk,d) of kv_packing's (B,S), and y is
-  // (Nq,d); the projections skip the padding, the attention between them runs padded (zero rows).
+  // (Nq,d); the projections skip the padding, the attention between them runs on (B,T,S) with
+  // kv_packing's padding masked (key_valid may mask more).
   Output forward(Tape& tape, const Var& query, const Var& key, const Var& value,
                  const Tensor& key_valid, bool causal, Rng& rng,
                  AttentionPath path = AttentionPath::steps, const Packing* q_packing = nullptr,
@@ -111,9 +112,11 @@ class MultiheadAttention : public Module {
   // (B,L,n*d) -> n <= 3 tensors (B*h,L,dk), one copy for all of them (a fixed array: no heap
   // allocation in a training step).
   std::array<Var, 3> split_heads(const Var& x, int n) const;
+  // forward() and self_attention() on packed rows; self: query, key and value are one input, and
+  // one product makes q, k and v.
   Output forward_packed(Tape& tape, const Var& query, const Var& key, const Var& value,
                         const Tensor& key_valid, bool causal, Rng& rng, AttentionPath path,
-                        const Packing* q_packing, const Packing* kv_packing);
+                        const Packing* q_packing, const Packing* kv_packing, bool self);
   Output attend(Tape& tape, const Var& q, const Var& k, const Var& v, int64_t b, int64_t t,
                 int64_t s, const Tensor& key_valid, bool causal, Rng& rng);
   // The fused path from the projections on: q (B,T,*), k and v (B,S,*) with their heads from

@@ -35,10 +35,11 @@ Var pack(const Var& x, const Packing& p) {
 }
 
 Var unpack(const Var& x, const Packing& p) {
-  if (x.ndim() != 2 || x.dim(0) != p.n() || p.n() == 0)
-    throw ShapeError(
-        fmt::format("unpack: input {} does not fit the packing's (N,*) = ({},*) with N > 0",
-                    x.shape().str(), p.n()));
+  if (p.n() == 0)
+    throw ValueError(fmt::format("unpack: the packing of ({},{}) has no real positions", p.b, p.l));
+  if (x.ndim() != 2 || x.dim(0) != p.n())
+    throw ShapeError(fmt::format("unpack: input {} does not fit the packing's (N,*) = ({},*)",
+                                 x.shape().str(), p.n()));
   return ops::gather(x, p.slots, Shape{p.b, p.l});
 }
 

@@ -405,6 +405,37 @@ TEST_CASE("packing and unpacking name the shapes that do not fit", "[transformer
   CHECK_THROWS_WITH(mha.self_attention(tape, Var(Tensor::zeros({4, 4}, DType::f64)), Tensor(),
                                        false, rng, nn::AttentionPath::fused, &p),
                     Catch::Contains("packed query (4,4)"));
+  CHECK_THROWS_WITH(mha.forward(tape, x, x, x, Tensor(), false, rng, nn::AttentionPath::fused, &p),
+                    Catch::Contains("need both packings"));
+  nn::Packing empty;
+  empty.assign(std::vector<int64_t>{0, 0}, 2);
+  CHECK_THROWS_WITH(nn::unpack(Var(Tensor::zeros({0, 4}, DType::f64)), empty),
+                    Catch::Contains("has no real positions"));
+}
+
+TEST_CASE("packed attention masks the packing's padding whatever the key mask says",
+          "[transformer][packing]") {
+  // The keys' padding holds copies of real rows; without a mask they would take weight.
+  Rng rng(2);
+  nn::MultiheadAttention mha(4, 2, 0.0, rng, DType::f64);
+  nn::Packing p;
+  p.assign(std::vector<int64_t>{3, 1}, 3);
+  const Var x(rng.uniform_tensor({4, 4}, -1, 1, DType::f64));
+  Tensor lengths_mask = Tensor::zeros({2, 3}, DType::f64);
+  for (int32_t r : p.rows) lengths_mask.set(r, 1.0);
+  Tape tape;
+  const auto masked =
+      mha.self_attention(tape, x, lengths_mask, false, rng, nn::AttentionPath::fused, &p);
+  const auto unmasked =
+      mha.self_attention(tape, x, Tensor(), false, rng, nn::AttentionPath::fused, &p);
+  CHECK(max_diff(masked.y.value(), unmasked.y.value(), masked.y.value().numel()) == 0.0);
+  // Row 1's one query puts all its weight on its one real key, in every head.
+  for (int64_t h = 0; h < 2; ++h) {
+    const int64_t at = ((1 * 2 + h) * 3 + 0) * 3;  // (B,h,T,S): row 1, head h, query 0
+    CHECK(unmasked.weights.value().at(at) == 1.0);
+    CHECK(unmasked.weights.value().at(at + 1) == 0.0);
+    CHECK(unmasked.weights.value().at(at + 2) == 0.0);
+  }
 }
 
 TEST_CASE("the training loss on packed rows equals the padded encoder and decoder's",
