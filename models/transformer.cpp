@@ -78,7 +78,7 @@ TransformerModel::TransformerModel(const Seq2SeqConfig& config, Rng& rng, DType 
 // embedding:  x = dropout(E[ids] sqrt(d) + P[start .. start+L])
 //   ids (B,L) -> (B,L,d)
 Var TransformerModel::embed(Tape& tape, bool target, std::span<const int32_t> ids, int64_t b,
-                            int64_t l, int64_t start, Rng& rng) {
+                            int64_t l, int64_t start, Rng& rng, const nn::Packing* packing) {
   const int64_t vocab = target ? config_.tgt_vocab : config_.src_vocab;
   for (int32_t id : ids)
     if (id < 0 || id >= vocab)
@@ -89,8 +89,35 @@ Var TransformerModel::embed(Tape& tape, bool target, std::span<const int32_t> id
         fmt::format("transformer: a {} of {} positions is longer than the {} learned positions",
                     target ? "target" : "source", start + l, config_.max_positions));
   nn::Embedding& table = target ? tgt_emb_ : src_emb_;
-  const Var e = ops::scale(table.forward(tape, ids, Shape{b, l}),
-                           std::sqrt(static_cast<double>(config_.d_model)));
+  const double scale = std::sqrt(static_cast<double>(config_.d_model));
+  if (packing) {
+    if (static_cast<int64_t>(ids.size()) != b * l || packing->b != b || packing->l != l)
+      throw ShapeError(
+          fmt::format("transformer: {} ids for (B,L) = ({},{}) and a packing of ({},{}) do not fit",
+                      ids.size(), b, l, packing->b, packing->l));
+    // Only the real positions: ids and positions of the packed rows, (N,d) + (N,d).
+    std::vector<int32_t>& real = scratch_list<int32_t, struct TransformerPackedIds>();
+    std::vector<int32_t>& pos = scratch_list<int32_t, struct TransformerPackedPositions>();
+    for (int32_t r : packing->rows) {
+      real.push_back(ids[static_cast<size_t>(r)]);
+      pos.push_back(static_cast<int32_t>(start + r % l));
+    }
+    const auto n = static_cast<int64_t>(real.size());
+    const Var e = ops::scale(table.forward(tape, real, Shape{n}), scale);
+    Var p;
+    if (config_.positions == Positions::sinusoidal) {
+      if (start + l <= kCachedPositions) {
+        p = ops::gather(Var(sinusoids_), pos);
+      } else {
+        for (int32_t& j : pos) j -= static_cast<int32_t>(start);
+        p = ops::gather(Var(nn::sinusoidal_positions(start, l, config_.d_model, dtype_)), pos);
+      }
+    } else {
+      p = (target ? *tgt_pos_ : *src_pos_).forward(tape, pos, Shape{n});
+    }
+    return ops::dropout(e + p, config_.dropout, rng, training());
+  }
+  const Var e = ops::scale(table.forward(tape, ids, Shape{b, l}), scale);
   Var p;
   if (config_.positions == Positions::sinusoidal) {
     // The same values either way: row p of the table is position p.
@@ -99,7 +126,6 @@ Var TransformerModel::embed(Tape& tape, bool target, std::span<const int32_t> id
                 : nn::sinusoidal_positions(start, l, config_.d_model, dtype_));
   } else {
     std::vector<int32_t>& pos = scratch_list<int32_t, struct TransformerPositions>();
-    pos.clear();
     for (int64_t i = 0; i < l; ++i) pos.push_back(static_cast<int32_t>(start + i));
     p = (target ? *tgt_pos_ : *src_pos_).forward(tape, pos, Shape{l});
   }
@@ -156,13 +182,13 @@ Var TransformerModel::loss(Tape& tape, const Batch& batch, Rng& rng, double labe
   Var memory, h;  // (Ns,d), (Nt,d)
   {
     Region region(tape, "encoder");
-    const Var x = nn::pack(embed(tape, false, batch.src, b, s, 0, rng), src_packing);
+    const Var x = embed(tape, false, batch.src, b, s, 0, rng, &src_packing);  // (Ns,d)
     memory = encoder_.forward(tape, x, src_valid, rng, nullptr, &src_packing);
   }
   {
     Region region(tape, "decoder");
     const Tensor tgt_valid = length_mask(batch.tgt_lengths, b, t, dtype_);
-    const Var y = nn::pack(embed(tape, true, batch.tgt_in, b, t, 0, rng), tgt_packing);
+    const Var y = embed(tape, true, batch.tgt_in, b, t, 0, rng, &tgt_packing);  // (Nt,d)
     h = decoder_.forward(tape, y, memory, tgt_valid, src_valid, rng, nullptr, &tgt_packing,
                          &src_packing);
   }

@@ -31,9 +31,10 @@ class TransformerModel : public nn::Module {
     std::vector<nn::TransformerDecoderLayer::Weights> decoder;  // per layer (B,h,T,T), (B,h,T,S)
   };
 
-  // x = dropout(E[ids] sqrt(d) + P[start ..]) for ids (B,L) -> (B,L,d).
+  // x = dropout(E[ids] sqrt(d) + P[start ..]) for ids (B,L) -> (B,L,d); with a packing of the
+  // (B,L) batch, only its real positions -> (N,d).
   Var embed(Tape& tape, bool target, std::span<const int32_t> ids, int64_t b, int64_t l,
-            int64_t start, Rng& rng);
+            int64_t start, Rng& rng, const nn::Packing* packing = nullptr);
   Memory encode(Tape& tape, const Batch& batch, Rng& rng, Weights* weights = nullptr);
   // The decoder's output over the whole teacher-forced target: (B,T,d).
   Var decode(Tape& tape, const Memory& memory, const Batch& batch, Rng& rng,
