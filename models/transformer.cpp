@@ -76,7 +76,7 @@ TransformerModel::TransformerModel(const Seq2SeqConfig& config, Rng& rng, DType 
 
 // ---------------------------------------------------------------------------------------------
 // embedding:  x = dropout(E[ids] sqrt(d) + P[start .. start+L])
-//   ids (B,L) -> (B,L,d)
+//   ids (B,L) -> (B,L,d); with a packing of the batch, only its N real positions -> (N,d)
 Var TransformerModel::embed(Tape& tape, bool target, std::span<const int32_t> ids, int64_t b,
                             int64_t l, int64_t start, Rng& rng, const nn::Packing* packing) {
   const int64_t vocab = target ? config_.tgt_vocab : config_.src_vocab;
@@ -90,46 +90,49 @@ Var TransformerModel::embed(Tape& tape, bool target, std::span<const int32_t> id
                     target ? "target" : "source", start + l, config_.max_positions));
   nn::Embedding& table = target ? tgt_emb_ : src_emb_;
   const double scale = std::sqrt(static_cast<double>(config_.d_model));
-  if (packing) {
-    if (static_cast<int64_t>(ids.size()) != b * l || packing->b != b || packing->l != l)
-      throw ShapeError(
-          fmt::format("transformer: {} ids for (B,L) = ({},{}) and a packing of ({},{}) do not fit",
-                      ids.size(), b, l, packing->b, packing->l));
-    // Only the real positions: ids and positions of the packed rows, (N,d) + (N,d).
-    std::vector<int32_t>& real = scratch_list<int32_t, struct TransformerPackedIds>();
-    std::vector<int32_t>& pos = scratch_list<int32_t, struct TransformerPackedPositions>();
-    for (int32_t r : packing->rows) {
-      real.push_back(ids[static_cast<size_t>(r)]);
-      pos.push_back(static_cast<int32_t>(start + r % l));
-    }
-    const auto n = static_cast<int64_t>(real.size());
-    const Var e = ops::scale(table.forward(tape, real, Shape{n}), scale);
-    Var p;
-    if (config_.positions == Positions::sinusoidal) {
-      if (start + l <= kCachedPositions) {
-        p = ops::gather(Var(sinusoids_), pos);
-      } else {
-        for (int32_t& j : pos) j -= static_cast<int32_t>(start);
-        p = ops::gather(Var(nn::sinusoidal_positions(start, l, config_.d_model, dtype_)), pos);
-      }
-    } else {
-      p = (target ? *tgt_pos_ : *src_pos_).forward(tape, pos, Shape{n});
-    }
-    return ops::dropout(e + p, config_.dropout, rng, training());
+  if (!packing) {
+    const Var e = ops::scale(table.forward(tape, ids, Shape{b, l}), scale);
+    return ops::dropout(e + positions(tape, target, start, l, {}), config_.dropout, rng,
+                        training());  // (B,L,d) + (L,d)
   }
-  const Var e = ops::scale(table.forward(tape, ids, Shape{b, l}), scale);
-  Var p;
+  if (static_cast<int64_t>(ids.size()) != b * l || packing->b != b || packing->l != l)
+    throw ShapeError(
+        fmt::format("transformer: {} ids for (B,L) = ({},{}) and a packing of ({},{}) do not fit",
+                    ids.size(), b, l, packing->b, packing->l));
+  // Only the real positions: ids and positions of the packed rows, (N,d) + (N,d).
+  std::vector<int32_t>& real = scratch_list<int32_t, struct TransformerPackedIds>();
+  std::vector<int32_t>& offsets = scratch_list<int32_t, struct TransformerPackedOffsets>();
+  for (int32_t r : packing->rows) {
+    real.push_back(ids[static_cast<size_t>(r)]);
+    offsets.push_back(static_cast<int32_t>(r % l));
+  }
+  const Var e = ops::scale(table.forward(tape, real, Shape{packing->n()}), scale);
+  return ops::dropout(e + positions(tape, target, start, l, offsets), config_.dropout, rng,
+                      training());
+}
+
+// P[start + j] for each j of `offsets` -> (N,d), or for j = 0 .. L-1 when it is empty -> (L,d)
+Var TransformerModel::positions(Tape& tape, bool target, int64_t start, int64_t l,
+                                std::span<const int32_t> offsets) {
   if (config_.positions == Positions::sinusoidal) {
-    // The same values either way: row p of the table is position p.
-    p = Var(start + l <= kCachedPositions
-                ? sinusoids_.rows(start, l)
-                : nn::sinusoidal_positions(start, l, config_.d_model, dtype_));
-  } else {
-    std::vector<int32_t>& pos = scratch_list<int32_t, struct TransformerPositions>();
-    for (int64_t i = 0; i < l; ++i) pos.push_back(static_cast<int32_t>(start + i));
-    p = (target ? *tgt_pos_ : *src_pos_).forward(tape, pos, Shape{l});
+    // Row p of the cached table is position p; later positions are computed for this call, from
+    // start on. The same values either way.
+    const bool cached = start + l <= kCachedPositions;
+    const Tensor table =
+        cached ? sinusoids_ : nn::sinusoidal_positions(start, l, config_.d_model, dtype_);
+    const int64_t first = cached ? start : 0;
+    if (offsets.empty()) return Var(table.rows(first, l));
+    std::vector<int32_t>& rows = scratch_list<int32_t, struct TransformerSinusoidRows>();
+    for (int32_t j : offsets) rows.push_back(static_cast<int32_t>(first + j));
+    return ops::gather(Var(table), rows);
   }
-  return ops::dropout(e + p, config_.dropout, rng, training());  // (B,L,d) + (L,d)
+  std::vector<int32_t>& pos = scratch_list<int32_t, struct TransformerPositions>();
+  if (offsets.empty())
+    for (int64_t j = 0; j < l; ++j) pos.push_back(static_cast<int32_t>(start + j));
+  else
+    for (int32_t j : offsets) pos.push_back(static_cast<int32_t>(start + j));
+  const auto n = static_cast<int64_t>(pos.size());
+  return (target ? *tgt_pos_ : *src_pos_).forward(tape, pos, Shape{n});
 }
 
 TransformerModel::Memory TransformerModel::encode(Tape& tape, const Batch& batch, Rng& rng,
@@ -178,18 +181,17 @@ Var TransformerModel::loss(Tape& tape, const Batch& batch, Rng& rng, double labe
       rows.push_back(tgt_packing.slots[static_cast<size_t>(i)]);
       targets.push_back(batch.tgt_out[i]);
     }
-  const Tensor src_valid = length_mask(batch.src_lengths, b, s, dtype_);
+  // No key masks: on packed rows the attention masks each packing's padding itself.
   Var memory, h;  // (Ns,d), (Nt,d)
   {
     Region region(tape, "encoder");
     const Var x = embed(tape, false, batch.src, b, s, 0, rng, &src_packing);  // (Ns,d)
-    memory = encoder_.forward(tape, x, src_valid, rng, nullptr, &src_packing);
+    memory = encoder_.forward(tape, x, Tensor(), rng, nullptr, &src_packing);
   }
   {
     Region region(tape, "decoder");
-    const Tensor tgt_valid = length_mask(batch.tgt_lengths, b, t, dtype_);
     const Var y = embed(tape, true, batch.tgt_in, b, t, 0, rng, &tgt_packing);  // (Nt,d)
-    h = decoder_.forward(tape, y, memory, tgt_valid, src_valid, rng, nullptr, &tgt_packing,
+    h = decoder_.forward(tape, y, memory, Tensor(), Tensor(), rng, nullptr, &tgt_packing,
                          &src_packing);
   }
   // Usually every packed row, in order (rows increase): then h (N,d) is used as it is.

@@ -93,6 +93,10 @@ class TransformerModel : public nn::Module {
   // decoding step reads its rows instead of computing sines and cosines (about 1,300 of them per
   // step of the tiny preset); later positions are computed when asked for.
   static constexpr int64_t kCachedPositions = 256;
+  // The positions embed() adds: P[start + j] for each j of `offsets` -> (N,d), or for every
+  // j = 0 .. L-1 when it is empty -> (L,d); sinusoidal or learned, as the config says.
+  Var positions(Tape& tape, bool target, int64_t start, int64_t l,
+                std::span<const int32_t> offsets);
   Seq2SeqConfig config_;
   DType dtype_;
   Tensor sinusoids_;  // (kCachedPositions, d), sinusoidal positions only

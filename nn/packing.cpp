@@ -27,6 +27,16 @@ void Packing::assign(std::span<const int64_t> lengths, int64_t length) {
   }
 }
 
+Tensor Packing::valid(DType dtype) const {
+  Tensor v = Tensor::zeros({b, l}, dtype);
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* out = v.data<T>();
+    for (int32_t r : rows) out[r] = T(1);
+  });
+  return v;
+}
+
 Var pack(const Var& x, const Packing& p) {
   if (x.ndim() != 3 || x.dim(0) != p.b || x.dim(1) != p.l)
     throw ShapeError(fmt::format("pack: input {} does not fit the packing's (B,L,*) = ({},{},*)",

@@ -22,6 +22,8 @@ struct Packing {
   int64_t n() const { return static_cast<int64_t>(rows.size()); }
   // Lengths past L count as L. Keeps the lists' capacity: no heap allocation once they have grown.
   void assign(std::span<const int64_t> lengths, int64_t length);
+  // (B,L) in `dtype`: 1 at the real positions, 0 at the padding (the key mask attention needs).
+  Tensor valid(DType dtype) const;
 };
 
 // y = x[rows]:  x (B,L,w) -> (N,w);  dx[rows] += dy, 0 at padding

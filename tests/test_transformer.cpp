@@ -366,6 +366,10 @@ TEST_CASE("a packing lists the real positions and unpacking reads real rows only
   CHECK(p.l == 3);
   CHECK(p.rows == std::vector<int32_t>{0, 1, 2, 3, 9, 10, 11});
   CHECK(p.slots == std::vector<int32_t>{0, 1, 2, 3, 3, 3, 0, 0, 0, 4, 5, 6});
+  const Tensor valid = p.valid(DType::f32);
+  REQUIRE(valid.shape() == Shape{4, 3});
+  const std::vector<double> expected{1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1};
+  for (int64_t i = 0; i < 12; ++i) CHECK(valid.at(i) == expected[static_cast<size_t>(i)]);
   // x (B,L,w) with x[r,j,c] = 100 r + 10 j + c
   Tensor x = Tensor::empty({4, 3, 2}, DType::f64);
   for (int64_t i = 0; i < x.numel(); ++i)

@@ -210,45 +210,44 @@ inline GemmFlops train_gemm_flops(const BenchShape& s, double n_src_tokens) {
 }
 
 // torch_transformer.py's counts, on padded shapes (every position is computed, and the full T x T
-// scores under the causal mask), 2 FLOP per multiply-add, d = d_model, f = ffn:
-//   an encoder layer 2BS(4d^2 + 2df) + 4BS^2 d (Q, K, V and output projections, the feed-forward
+// scores under the causal mask), 2 FLOP per multiply-add, d = d_model, f = ffn. Each layer is its
+// position-wise products, over the n positions that run through them (B*S padded), and its
+// attention products, always over the padded (B,T,S):
+//   an encoder layer 2n(4d^2 + 2df) + 4BS^2 d (Q, K, V and output projections, the feed-forward
 //   block, then Q.K^T and A.V over all heads);
-//   a decoder layer over T positions 2BT(6d^2 + 2df) + 4BSd^2 + 4BT^2 d + 4BTSd (self- and
-//   cross-attention projections but the memory's K and V, the FFN; those K, V; the products).
-inline double transformer_encoder_layer_flops(double B, double S, double d, double f) {
-  return 2 * B * S * (4 * d * d + 2 * d * f) + 4 * B * S * S * d;
+//   a decoder layer 2n_t(6d^2 + 2df) + 4n_s d^2 + 4BT^2 d + 4BTSd (self- and cross-attention
+//   projections but the memory's K and V, the FFN; those K and V over the n_s memory positions;
+//   the products).
+inline double transformer_encoder_layer_flops(double n, double B, double S, double d, double f) {
+  return 2 * n * (4 * d * d + 2 * d * f) + 4 * B * S * S * d;
 }
-inline double transformer_decoder_layer_flops(double B, double T, double S, double d, double f) {
-  return 2 * B * T * (6 * d * d + 2 * d * f) + 2 * B * S * 2 * d * d + 4 * B * T * T * d +
+inline double transformer_decoder_layer_flops(double n_t, double n_s, double B, double T, double S,
+                                              double d, double f) {
+  return 2 * n_t * (6 * d * d + 2 * d * f) + 4 * n_s * d * d + 4 * B * T * T * d +
          4 * B * T * S * d;
 }
 
-// A training step: forward F = L_enc enc(B, S) + L_dec dec(B, T, S) + 2BTdV_tgt, training 3F.
-inline GemmFlops transformer_train_gemm_flops(const BenchShape& s) {
+// A training step over n_src source and n_tgt target positions: forward F = L_enc enc + L_dec dec
+// + 2 n_tgt dV_tgt, training 3F. The reference counts every padded position (B*S and B*T);
+// Tapestry's loss packs the real ones (nn::Packing), so its projections, feed-forward blocks and
+// output layer run on the N_src and N_tgt real positions, and its attention products stay padded.
+inline double transformer_train_flops(const BenchShape& s, double n_src, double n_tgt) {
   const double B = static_cast<double>(s.batch), S = static_cast<double>(s.src_len),
                T = static_cast<double>(s.tgt_len), d = static_cast<double>(s.d_model),
                f = static_cast<double>(s.ffn), V = static_cast<double>(s.target_vocab());
   const double fwd =
-      static_cast<double>(s.enc_layers) * transformer_encoder_layer_flops(B, S, d, f) +
-      static_cast<double>(s.dec_layers) * transformer_decoder_layer_flops(B, T, S, d, f) +
-      2 * B * T * d * V;
-  return {fwd, 3 * fwd};
+      static_cast<double>(s.enc_layers) * transformer_encoder_layer_flops(n_src, B, S, d, f) +
+      static_cast<double>(s.dec_layers) *
+          transformer_decoder_layer_flops(n_tgt, n_src, B, T, S, d, f) +
+      2 * n_tgt * d * V;
+  return 3 * fwd;
 }
 
-// The work Tapestry's training step computes of that: its loss packs the real positions
-// (nn::Packing), so the projections, the feed-forward blocks and the output layer run on the N_src
-// real source and N_tgt real target positions; the attention products stay padded (B,T,S). Forward:
-//   L_enc [2 N_src (4d^2 + 2df) + 4BS^2 d] + L_dec [2 N_tgt (6d^2 + 2df) + 4 N_src d^2 + 4BT^2 d
-//   + 4BTSd] + 2 N_tgt dV; training 3x.
-inline double transformer_computed_train_flops(const BenchShape& s, double n_src, double n_tgt) {
-  const double B = static_cast<double>(s.batch), S = static_cast<double>(s.src_len),
-               T = static_cast<double>(s.tgt_len), d = static_cast<double>(s.d_model),
-               f = static_cast<double>(s.ffn), V = static_cast<double>(s.target_vocab());
-  const double enc = 2 * n_src * (4 * d * d + 2 * d * f) + 4 * B * S * S * d;
-  const double dec = 2 * n_tgt * (6 * d * d + 2 * d * f) + 4 * n_src * d * d + 4 * B * T * T * d +
-                     4 * B * T * S * d;
-  return 3 * (static_cast<double>(s.enc_layers) * enc + static_cast<double>(s.dec_layers) * dec +
-              2 * n_tgt * d * V);
+inline GemmFlops transformer_train_gemm_flops(const BenchShape& s) {
+  const double B = static_cast<double>(s.batch);
+  const double train = transformer_train_flops(s, B * static_cast<double>(s.src_len),
+                                               B * static_cast<double>(s.tgt_len));
+  return {train / 3, train};
 }
 
 // The reference's greedy decoding of a batch (decode_gemm_flops): the encoder once, then at step
@@ -259,11 +258,13 @@ inline double transformer_decode_gemm_flops(const BenchShape& s) {
   const double B = static_cast<double>(s.batch), S = static_cast<double>(s.src_len),
                d = static_cast<double>(s.d_model), f = static_cast<double>(s.ffn),
                V = static_cast<double>(s.target_vocab());
-  double fl = static_cast<double>(s.enc_layers) * transformer_encoder_layer_flops(B, S, d, f);
-  for (int64_t p = 1; p <= s.tgt_len; ++p)
+  double fl = static_cast<double>(s.enc_layers) * transformer_encoder_layer_flops(B * S, B, S, d, f);
+  for (int64_t p = 1; p <= s.tgt_len; ++p) {
+    const auto P = static_cast<double>(p);
     fl += static_cast<double>(s.dec_layers) *
-              transformer_decoder_layer_flops(B, static_cast<double>(p), S, d, f) +
+              transformer_decoder_layer_flops(B * P, B * S, B, P, S, d, f) +
           2 * B * d * V;
+  }
   return fl;
 }
 
