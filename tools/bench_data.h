@@ -258,7 +258,8 @@ inline double transformer_decode_gemm_flops(const BenchShape& s) {
   const double B = static_cast<double>(s.batch), S = static_cast<double>(s.src_len),
                d = static_cast<double>(s.d_model), f = static_cast<double>(s.ffn),
                V = static_cast<double>(s.target_vocab());
-  double fl = static_cast<double>(s.enc_layers) * transformer_encoder_layer_flops(B * S, B, S, d, f);
+  double fl =
+      static_cast<double>(s.enc_layers) * transformer_encoder_layer_flops(B * S, B, S, d, f);
   for (int64_t p = 1; p <= s.tgt_len; ++p) {
     const auto P = static_cast<double>(p);
     fl += static_cast<double>(s.dec_layers) *
