@@ -29,11 +29,6 @@ auto small_gemv(int64_t madds) {
   return madds <= kSmallGemv && k.capability != cpu::Capability::portable ? k.gemv_rows : nullptr;
 }
 
-// Products of at most this many multiply-adds (and at most loops::kSmallGemmCols columns) run in
-// the kernels' small_gemm: an attention head's 10 x 10 x 16 scores took OpenBLAS 0.25 us, mostly
-// its call and packing.
-constexpr int64_t kSmallGemm = 8192;
-
 // Products at least this large (multiply-adds) and this wide, called outside a parallel job, are
 // split by columns across the cores: each part packs only its columns of b, so a wide weight
 // matrix is packed once in all (batch shards would each pack all of it), and every element of c
@@ -114,8 +109,9 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
     few_rows(m - half, n, k, a + half * lda, lda, b, ldb, beta, nullptr, c + half * ldc, ldc);
     return;
   }
-  if (k > 0 && n <= loops::kSmallGemmCols && m * n * k <= kSmallGemm &&
-      cpu::kernels().capability != cpu::Capability::portable) {
+  // Small products (an attention head's) in the kernels' small_gemm, up to the size where the
+  // kernel set was measured faster than OpenBLAS (cpu::Kernels::small_gemm_madds).
+  if (k > 0 && n <= loops::kSmallGemmCols && m * n * k <= cpu::kernels().small_gemm_madds) {
     float* bt = scratch_buffer<float, struct SmallGemmB>(static_cast<size_t>(k * n));
     return cpu::kernels().small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bt);
   }

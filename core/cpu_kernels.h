@@ -57,6 +57,10 @@ struct Kernels {
   void (*small_gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                      float* bt);
+  // The size (multiply-adds, at most loops::kSmallGemmCols columns) up to which blas::gemm sends
+  // a product to small_gemm rather than OpenBLAS, whose call and packing dominate there; 0 in the
+  // portable set (its small_gemm is the reference loop).
+  int64_t small_gemm_madds;
   // The shortest side (rows of c, or k) up to which a product with b read in place (not
   // transposed), at least 16 columns wide and of at most kShortSideMadds multiply-adds, runs in
   // small_gemm rather than OpenBLAS: dx = dy W and dW += dy^T x for the 10 positions of one
