@@ -111,7 +111,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   }
   // Small products (an attention head's) in the kernels' small_gemm, up to the size where the
   // kernel set was measured faster than OpenBLAS (cpu::Kernels::small_gemm_madds).
-  if (k > 0 && n <= loops::kSmallGemmCols && m * n * k <= cpu::kernels().small_gemm_madds) {
+  if (const int64_t limit = cpu::kernels().small_gemm_madds;
+      limit > 0 && k > 0 && n <= loops::kSmallGemmCols && m * n * k <= limit) {
     float* bt = scratch_buffer<float, struct SmallGemmB>(static_cast<size_t>(k * n));
     return cpu::kernels().small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bt);
   }

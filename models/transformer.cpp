@@ -99,6 +99,10 @@ Var TransformerModel::embed(Tape& tape, bool target, std::span<const int32_t> id
     throw ShapeError(
         fmt::format("transformer: {} ids for (B,L) = ({},{}) and a packing of ({},{}) do not fit",
                     ids.size(), b, l, packing->b, packing->l));
+  // (An empty list of offsets would ask positions() for all L rows.)
+  if (packing->n() == 0)
+    throw ValueError(fmt::format("transformer: the {} packing of ({},{}) has no real positions",
+                                 target ? "target" : "source", b, l));
   // Only the real positions: ids and positions of the packed rows, (N,d) + (N,d).
   std::vector<int32_t>& real = scratch_list<int32_t, struct TransformerPackedIds>();
   std::vector<int32_t>& offsets = scratch_list<int32_t, struct TransformerPackedOffsets>();

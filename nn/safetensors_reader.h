@@ -13,7 +13,7 @@
 namespace tapestry::nn::detail {
 
 // The reference implementation's limit: larger headers are refused before they are parsed.
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 // Throws CheckpointError "checkpoint '<path>': <why>".
 [[noreturn]] void checkpoint_fail(const std::string& path, const std::string& why);

@@ -40,7 +40,8 @@ class TransformerEncoderLayer : public Module {
   // x (B,S,d), valid (B,S) (1 real; undefined: all real) -> (B,S,d). With `weights`, the self-
   // attention's per-head weights (B,h,S,S) are stored there, recorded step by step so that they
   // carry gradients; without, the attention is one fused op (AttentionPath, the same bits).
-  // With a packing (and no weights), x is (N,d), the batch's real positions, and so is the result.
+  // With a packing (and no weights), x is (N,d), the batch's real positions, and so is the result;
+  // the attention masks the packing's padding whatever `valid` says (it may be undefined).
   Var forward(Tape& tape, const Var& x, const Tensor& valid, Rng& rng, Var* weights = nullptr,
               const Packing* packing = nullptr);
   MultiheadAttention& self_attn() { return self_attn_; }
@@ -68,7 +69,8 @@ class TransformerDecoderLayer : public Module {
   // x (B,T,d), memory (B,S,d), tgt_valid (B,T), mem_valid (B,S) -> (B,T,d); the self-attention is
   // causal (position t sees positions <= t). Attention recorded as in the encoder layer: step by
   // step with `weights`, fused without. With packings (and no weights), x is (Nt,d) and memory
-  // (Ns,d), the real positions of the target and source batches, and the result is (Nt,d).
+  // (Ns,d), the real positions of the target and source batches, and the result is (Nt,d); the
+  // attentions mask the packings' padding whatever the masks say (they may be undefined).
   Var forward(Tape& tape, const Var& x, const Var& memory, const Tensor& tgt_valid,
               const Tensor& mem_valid, Rng& rng, Weights* weights = nullptr,
               const Packing* tgt_packing = nullptr, const Packing* mem_packing = nullptr);

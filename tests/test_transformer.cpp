@@ -491,3 +491,47 @@ TEST_CASE("the training loss on packed rows equals the padded encoder and decode
     }
   }
 }
+
+TEST_CASE("embedded positions are the sinusoid's rows, past the cached table too, packed or not",
+          "[transformer][packing]") {
+  Seq2SeqConfig c = tiny_transformer();
+  c.dropout = 0;
+  Seq2Seq model(c, DType::f64);
+  model.eval();
+  TransformerModel& t = model.transformer();
+  const std::vector<int32_t> ids{4, 5, 6, 7, 8, 9};  // (B,L) = (2,3)
+  nn::Packing p;
+  p.assign(std::vector<int64_t>{3, 1}, 3);
+  const Tensor& table = t.tgt_emb().weight().value;  // (V,d)
+  const double scale = std::sqrt(static_cast<double>(c.d_model));
+  // Inside the cached 256 positions, straddling its end, and wholly past it.
+  for (const int64_t start : {int64_t{0}, int64_t{5}, int64_t{254}, int64_t{300}}) {
+    INFO("start " << start);
+    const Tensor sines = nn::sinusoidal_positions(0, start + 3, c.d_model, DType::f64);
+    Tape tape;
+    Rng rng(1);
+    const Var padded = t.embed(tape, true, ids, 2, 3, start, rng);      // (2,3,d)
+    const Var packed = t.embed(tape, true, ids, 2, 3, start, rng, &p);  // (4,d)
+    REQUIRE(padded.shape() == Shape{2, 3, c.d_model});
+    REQUIRE(packed.shape() == Shape{4, c.d_model});
+    double worst = 0;
+    for (int64_t r = 0; r < 6; ++r)
+      for (int64_t i = 0; i < c.d_model; ++i) {
+        const double want = table.at(ids[static_cast<size_t>(r)] * c.d_model + i) * scale +
+                            sines.at((start + r % 3) * c.d_model + i);
+        worst = std::max(worst, std::abs(padded.value().at(r * c.d_model + i) - want));
+      }
+    for (int64_t n = 0; n < p.n(); ++n)
+      for (int64_t i = 0; i < c.d_model; ++i)
+        worst = std::max(worst, std::abs(packed.value().at(n * c.d_model + i) -
+                                         padded.value().at(p.rows[n] * c.d_model + i)));
+    CHECK(worst < 1e-12);
+  }
+  // A packing without real positions is refused by name, not broadcast.
+  nn::Packing none;
+  none.assign(std::vector<int64_t>{0, 0}, 3);
+  Tape tape;
+  Rng rng(1);
+  CHECK_THROWS_WITH(t.embed(tape, true, ids, 2, 3, 0, rng, &none),
+                    Catch::Contains("target packing of (2,3) has no real positions"));
+}

@@ -189,13 +189,15 @@ struct GemmFlops {
   double forward = 0, training = 0;
 };
 
+inline GemmFlops transformer_train_gemm_flops(const BenchShape& s);
+
 // The reference's train_gemm_flops: multiply-add FLOPs (x2) of the matrix products of one step,
 // d directions, D = d*H, N_src real source tokens in the batch:
 //   forward F = N_src*d*6H(E+H) + B*2DH + B*S*2DA + B*T*[2HA + 2SA + 2SD + 6H(E+D+H) + 2HV]
 //   (encoder GRU, bridge, keys W_h h_j; per decoder position W_s s, v^T tanh(.), the context,
 //   the decoder GRUCell and the output projection); training ~= 3F (backward: one product for
-//   the input gradient and one for the weight gradient per forward product).
-inline GemmFlops transformer_train_gemm_flops(const BenchShape& s);
+//   the input gradient and one for the weight gradient per forward product). The Transformer's
+//   count is transformer_train_gemm_flops, below.
 
 inline GemmFlops train_gemm_flops(const BenchShape& s, double n_src_tokens) {
   if (s.arch == models::Arch::transformer) return transformer_train_gemm_flops(s);
@@ -211,8 +213,8 @@ inline GemmFlops train_gemm_flops(const BenchShape& s, double n_src_tokens) {
 
 // torch_transformer.py's counts, on padded shapes (every position is computed, and the full T x T
 // scores under the causal mask), 2 FLOP per multiply-add, d = d_model, f = ffn. Each layer is its
-// position-wise products, over the n positions that run through them (B*S padded), and its
-// attention products, always over the padded (B,T,S):
+// position-wise products, over the n positions that run through them (B*S, or B*T for the
+// decoder's n_t, when padded), and its attention products, always over the padded (B,T,S):
 //   an encoder layer 2n(4d^2 + 2df) + 4BS^2 d (Q, K, V and output projections, the feed-forward
 //   block, then Q.K^T and A.V over all heads);
 //   a decoder layer 2n_t(6d^2 + 2df) + 4n_s d^2 + 4BT^2 d + 4BTSd (self- and cross-attention
@@ -230,7 +232,7 @@ inline double transformer_decoder_layer_flops(double n_t, double n_s, double B, 
 // A training step over n_src source and n_tgt target positions: forward F = L_enc enc + L_dec dec
 // + 2 n_tgt dV_tgt, training 3F. The reference counts every padded position (B*S and B*T);
 // Tapestry's loss packs the real ones (nn::Packing), so its projections, feed-forward blocks and
-// output layer run on the N_src and N_tgt real positions, and its attention products stay padded.
+// output layer run on the n_src and n_tgt real positions, and its attention products stay padded.
 inline double transformer_train_flops(const BenchShape& s, double n_src, double n_tgt) {
   const double B = static_cast<double>(s.batch), S = static_cast<double>(s.src_len),
                T = static_cast<double>(s.tgt_len), d = static_cast<double>(s.d_model),
