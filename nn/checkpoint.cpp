@@ -24,14 +24,11 @@ namespace {
 using Json = nlohmann::ordered_json;  // keeps the caller's order of the tensors in the header
 
 using detail::Entry;
+using detail::fail;
 using detail::Header;
 using detail::InputFile;
 using detail::kMaxHeaderBytes;
 using detail::read_header;
-
-[[noreturn]] void fail(const std::string& path, const std::string& why) {
-  detail::checkpoint_fail(path, why);
-}
 
 const char* format_dtype(DType d) {
   return d == DType::f32 ? "F32" : "F64";

@@ -33,18 +33,19 @@ Tensor xavier(int64_t rows, int64_t cols, Rng& rng, DType dtype) {
 
 // key_valid (B,S) (undefined: all real) and the packing's real positions: 1 where both say real.
 Tensor packed_key_valid(const Packing& p, const Tensor& key_valid, DType dtype) {
-  if (!key_valid.defined()) return p.valid(dtype);
-  if (key_valid.ndim() != 2 || key_valid.dim(0) != p.b || key_valid.dim(1) != p.l)
+  if (key_valid.defined() &&
+      (key_valid.ndim() != 2 || key_valid.dim(0) != p.b || key_valid.dim(1) != p.l))
     throw ShapeError(
         fmt::format("attention mask: key_valid {} does not fit the packing's (B,S) = ({},{})",
                     key_valid.shape().str(), p.b, p.l));
-  Tensor valid = Tensor::zeros({p.b, p.l}, dtype);
-  dispatch(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T* out = valid.data<T>();
-    for (int32_t r : p.rows)
-      if (key_valid.at(r) != 0) out[r] = T(1);
-  });
+  Tensor valid = p.valid(dtype);
+  if (key_valid.defined())
+    dispatch(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* out = valid.data<T>();
+      for (int32_t r : p.rows)
+        if (key_valid.at(r) == 0) out[r] = T(0);
+    });
   return valid;
 }
 

@@ -27,13 +27,9 @@ std::string system_reason() {
   return std::strerror(errno);
 }
 
-[[noreturn]] void fail(const std::string& path, const std::string& why) {
-  checkpoint_fail(path, why);
-}
-
 }  // namespace
 
-void checkpoint_fail(const std::string& path, const std::string& why) {
+void fail(const std::string& path, const std::string& why) {
   throw CheckpointError(fmt::format("checkpoint '{}': {}", path, why));
 }
 

@@ -15,8 +15,8 @@ namespace tapestry::nn::detail {
 // The reference implementation's limit: larger headers are refused before they are parsed.
 inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
-// Throws CheckpointError "checkpoint '<path>': <why>".
-[[noreturn]] void checkpoint_fail(const std::string& path, const std::string& why);
+// Throws CheckpointError "checkpoint '<path>': <why>" (the writer's errors too).
+[[noreturn]] void fail(const std::string& path, const std::string& why);
 
 // A regular file opened for reading (a directory, pipe or device is refused), read by offset.
 class InputFile {

@@ -233,7 +233,7 @@ inline double transformer_decoder_layer_flops(double n_t, double n_s, double B, 
 // + 2 n_tgt dV_tgt, training 3F. The reference counts every padded position (B*S and B*T);
 // Tapestry's loss packs the real ones (nn::Packing), so its projections, feed-forward blocks and
 // output layer run on the n_src and n_tgt real positions, and its attention products stay padded.
-inline double transformer_train_flops(const BenchShape& s, double n_src, double n_tgt) {
+inline GemmFlops transformer_train_flops(const BenchShape& s, double n_src, double n_tgt) {
   const double B = static_cast<double>(s.batch), S = static_cast<double>(s.src_len),
                T = static_cast<double>(s.tgt_len), d = static_cast<double>(s.d_model),
                f = static_cast<double>(s.ffn), V = static_cast<double>(s.target_vocab());
@@ -242,14 +242,13 @@ inline double transformer_train_flops(const BenchShape& s, double n_src, double 
       static_cast<double>(s.dec_layers) *
           transformer_decoder_layer_flops(n_tgt, n_src, B, T, S, d, f) +
       2 * n_tgt * d * V;
-  return 3 * fwd;
+  return {fwd, 3 * fwd};
 }
 
 inline GemmFlops transformer_train_gemm_flops(const BenchShape& s) {
   const double B = static_cast<double>(s.batch);
-  const double train = transformer_train_flops(s, B * static_cast<double>(s.src_len),
-                                               B * static_cast<double>(s.tgt_len));
-  return {train / 3, train};
+  return transformer_train_flops(s, B * static_cast<double>(s.src_len),
+                                 B * static_cast<double>(s.tgt_len));
 }
 
 // The reference's greedy decoding of a batch (decode_gemm_flops): the encoder once, then at step

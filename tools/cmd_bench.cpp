@@ -264,7 +264,7 @@ int cmd_bench(const Args& args) {
   // The Transformer reference's count is of padded shapes, and Tapestry's packed loss skips the
   // padding's rows: its work is counted apart.
   const double computed =
-      transformer ? transformer_train_flops(s, real_src, real_tgt) : flops.training;
+      transformer ? transformer_train_flops(s, real_src, real_tgt).training : flops.training;
   if (transformer) {
     res["computed_gflop_per_step"] = computed * 1e-9;
     res["computed_gflops"] = computed / tr.median * 1e-9;
