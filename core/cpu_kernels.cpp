@@ -117,11 +117,20 @@ const Kernels& choose() {
 
 }  // namespace
 
+namespace {
+const Kernels* replacement = nullptr;  // replace_kernels_for_testing's
+}  // namespace
+
 const Kernels& kernels() {
+  if (replacement) return *replacement;
   // A bad TAPESTRY_KERNELS throws at every call, not once: a static's initialiser that throws is
   // retried at the next call.
   static const Kernels& chosen = choose();
   return chosen;
+}
+
+void replace_kernels_for_testing(const Kernels* k) {
+  replacement = k;
 }
 
 decltype(Kernels::few_rows_product) few_rows_kernel(int64_t m, int64_t k) {

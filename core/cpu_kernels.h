@@ -114,6 +114,11 @@ bool splits_512_bit_vectors();
 // those, or one this CPU cannot run, throws ValueError naming the variable and the value.
 const Kernels& kernels();
 
+// Makes k the kernels in use from now on, in place of kernels()'s choice; null restores that
+// choice. For the tests, which run the AVX-512 set emulated (tests/emulated/) on a CPU without
+// AVX-512: call it before any work, as a set's packs are not another's.
+void replace_kernels_for_testing(const Kernels* k);
+
 // The kernels in use's few_rows_product where it takes c = a W^T of m rows and depth k (2 <= m <=
 // few_rows_max, 0 < k <= kProductDepth; one row has kernels of its own) and the kernels are
 // vectorised; null elsewhere (the portable set's is the reference, not a fast path).

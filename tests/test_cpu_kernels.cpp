@@ -15,6 +15,9 @@
 #include <vector>
 
 #include "float_sweep.h"
+#if defined(TAPESTRY_TEST_AVX512_EMULATED)
+#include "emulated/kernels_avx512_emulated.h"
+#endif
 #include "shell_run.h"
 #include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/errors.h"
@@ -33,20 +36,39 @@ std::vector<float> random_floats(size_t n, Rng& rng) {
   return v;
 }
 
-// The kernels this CPU can run, announcing the ones it cannot (they are then untested here).
 // Adam's constants of a double loop, rounded for the float kernels.
 loops::AdamScalars<float> to_float(const loops::AdamScalars<double>& k) {
   return {float(k.b1),   float(k.b2),   float(k.c1),      float(k.c2),    float(k.wd),
           float(k.keep), float(k.step), float(k.eps_hat), float(k.scale), k.zero_grad};
 }
 
+// The AVX-512 set with its intrinsics emulated, where this build has it.
+const cpu::Kernels* emulated_avx512() {
+#if defined(TAPESTRY_TEST_AVX512_EMULATED)
+  return test::avx512_emulated_kernels();
+#else
+  WARN("libsimde-dev is missing (tools/setup.sh --test-tools): no emulated AVX-512 kernels");
+  return nullptr;
+#endif
+}
+
+// The kernels this CPU can run, announcing the ones it cannot (they are then untested here).
+// Where the CPU lacks AVX-512, that set is run with its intrinsics emulated (SIMDe): its loops,
+// tails and masks are then tested here too, though not its speed nor the hardware's estimates.
 std::vector<const cpu::Kernels*> runnable() {
   std::vector<const cpu::Kernels*> out;
-  for (Capability c : kAll)
-    if (const cpu::Kernels* k = cpu::kernels_for(c))
+  for (Capability c : kAll) {
+    if (const cpu::Kernels* k = cpu::kernels_for(c)) {
       out.push_back(k);
-    else
-      WARN("this CPU cannot run the " << cpu::capability_name(c) << " kernels: not tested here");
+      continue;
+    }
+    if (c == Capability::avx512)
+      if (const cpu::Kernels* k = emulated_avx512()) {
+        out.push_back(k);
+        continue;
+      }
+    WARN("this CPU cannot run the " << cpu::capability_name(c) << " kernels: not tested here");
+  }
   return out;
 }
 

@@ -3,7 +3,8 @@
 #   tools/setup.sh               what the build needs
 #   tools/setup.sh --test-tools  also what some tests use when present: Graphviz (DOT renders),
 #                                Chromium (the HTML pages run), python3-torch (PyTorch parity),
-#                                python3-sentencepiece (exported subword models);
+#                                python3-sentencepiece (exported subword models),
+#                                libsimde-dev (the AVX-512 kernels emulated on other CPUs);
 #                                those tests skip, saying why, where a tool is missing, so this
 #                                part is best effort: a failed install is reported, not fatal
 #   tools/setup.sh --fuzz-tools  also clang and its runtime libraries with libFuzzer
@@ -15,7 +16,7 @@ set -euo pipefail
 
 packages=(cmake make g++ pkg-config libopenblas-dev libfmt-dev catch2 nlohmann-json3-dev
   libsentencepiece-dev)
-test_tools=(graphviz chromium python3-torch python3-sentencepiece)
+test_tools=(graphviz chromium python3-torch python3-sentencepiece libsimde-dev)
 fuzz_tools=(clang libclang-rt-dev)
 bench_tools=(python3-torch libtorch-dev)
 

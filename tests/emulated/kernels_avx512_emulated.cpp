@@ -1,0 +1,93 @@
+// The AVX-512 kernels of core/cpu_kernels_body.inc built for a CPU without AVX-512: each 512-bit
+// intrinsic is SIMDe's (libsimde-dev) portable version, so their loops, tails and masks run and
+// are tested on any x86-64 CPU with AVX2, where the real set cannot run at all.
+//
+// The body chooses its paths by the compiler's macros, so this file includes the intrinsics it
+// emulates first and then says the compiler has AVX-512. What SIMDe 0.7 lacks is written below
+// from the instructions' definitions, each lane by itself, so a masked load or store touches
+// no float outside its mask (AddressSanitizer sees one that does). rcp14 and rsqrt14 keep 14
+// bits of the exact result: the hardware's estimates are that far off, and the Newton steps
+// after them must bring the kernels back to the reference.
+#include "kernels_avx512_emulated.h"
+
+#if defined(__AVX512F__)
+#error "this file emulates AVX-512 on a CPU without it (tests/CMakeLists.txt adds -mno-avx512f)"
+#endif
+#if !(defined(__AVX2__) && defined(__FMA__))
+// The body's AVX-512 paths stand on its AVX2 paths, which this build does not have.
+const tapestry::cpu::Kernels* tapestry::test::avx512_emulated_kernels() {
+  return nullptr;
+}
+#else
+#define TAPESTRY_KERNELS_ISA avx512_emulated
+#define TAPESTRY_KERNELS_CAPABILITY Capability::avx512
+#define TAPESTRY_KERNELS_TABLE kernels_avx512_emulated
+
+#include <immintrin.h>
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx512.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace tapestry::cpu::avx512_emulated {
+namespace {
+
+using F16 = simde__m512_private;
+
+inline simde__m512 maskz_loadu_ps(uint16_t k, const float* p) {
+  F16 r{};
+  for (int i = 0; i < 16; ++i) r.f32[i] = (k >> i) & 1 ? p[i] : 0.0f;
+  return simde__m512_from_private(r);
+}
+
+inline void mask_storeu_ps(float* p, uint16_t k, simde__m512 a) {
+  const F16 x = simde__m512_to_private(a);
+  for (int i = 0; i < 16; ++i)
+    if ((k >> i) & 1) p[i] = x.f32[i];
+}
+
+// The exact value with its last 9 of 23 fraction bits cleared: within 2^-14 of it.
+inline float keep_14_bits(float y) {
+  uint32_t u;
+  std::memcpy(&u, &y, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u) u &= ~uint32_t{0x1ff};
+  std::memcpy(&y, &u, 4);
+  return y;
+}
+
+inline simde__m512 rcp14_ps(simde__m512 a) {
+  F16 r = simde__m512_to_private(a);
+  for (int i = 0; i < 16; ++i) r.f32[i] = keep_14_bits(1.0f / r.f32[i]);
+  return simde__m512_from_private(r);
+}
+
+inline simde__m512 rsqrt14_ps(simde__m512 a) {
+  F16 r = simde__m512_to_private(a);
+  for (int i = 0; i < 16; ++i) r.f32[i] = keep_14_bits(1.0f / std::sqrt(r.f32[i]));
+  return simde__m512_from_private(r);
+}
+
+}  // namespace
+}  // namespace tapestry::cpu::avx512_emulated
+
+#define _mm512_maskz_loadu_ps(k, p) ::tapestry::cpu::avx512_emulated::maskz_loadu_ps(k, p)
+#define _mm512_mask_storeu_ps(p, k, a) ::tapestry::cpu::avx512_emulated::mask_storeu_ps(p, k, a)
+#define _mm512_rcp14_ps(a) ::tapestry::cpu::avx512_emulated::rcp14_ps(a)
+#define _mm512_rsqrt14_ps(a) ::tapestry::cpu::avx512_emulated::rsqrt14_ps(a)
+#define _mm512_undefined_ps() simde_mm512_setzero_ps()
+// SIMDe 0.7 has no alias for this one; GCC without optimisation and clang define it as a macro.
+#undef _mm512_shuffle_f32x4
+#define _mm512_shuffle_f32x4(a, b, imm8) simde_mm512_shuffle_f32x4(a, b, imm8)
+
+#define __AVX512F__ 1
+#define __AVX512DQ__ 1
+#define __AVX512BW__ 1
+#define __AVX512VL__ 1
+#include "../../core/cpu_kernels_body.inc"
+
+const tapestry::cpu::Kernels* tapestry::test::avx512_emulated_kernels() {
+  return &tapestry::cpu::kernels_avx512_emulated;
+}
+#endif
