@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdlib>
 
 #include "tapestry/core/errors.h"
@@ -118,11 +119,12 @@ const Kernels& choose() {
 }  // namespace
 
 namespace {
-const Kernels* replacement = nullptr;  // replace_kernels_for_testing's
+// replace_kernels_for_testing's; atomic, as the pool's workers read it (a plain load on x86-64).
+std::atomic<const Kernels*> replacement{nullptr};
 }  // namespace
 
 const Kernels& kernels() {
-  if (replacement) return *replacement;
+  if (const Kernels* k = replacement.load(std::memory_order_acquire)) return *k;
   // A bad TAPESTRY_KERNELS throws at every call, not once: a static's initialiser that throws is
   // retried at the next call.
   static const Kernels& chosen = choose();
@@ -130,7 +132,7 @@ const Kernels& kernels() {
 }
 
 void replace_kernels_for_testing(const Kernels* k) {
-  replacement = k;
+  replacement.store(k, std::memory_order_release);
 }
 
 decltype(Kernels::few_rows_product) few_rows_kernel(int64_t m, int64_t k) {

@@ -13,7 +13,8 @@ case $cap in
     has avx512f || { echo "skipped: without AVX-512 the default run already uses the AVX2 kernels"; exit 77; }
     ;;
   avx512-emulated)
-    has avx512f && { echo "skipped: this CPU runs the AVX-512 kernels themselves"; exit 77; }
+    has avx512f && has avx512dq && has avx512bw && has avx512vl &&
+      { echo "skipped: this CPU runs the AVX-512 kernels themselves"; exit 77; }
     has avx2 && has fma || { echo "skipped: this CPU has no AVX2 and FMA to emulate AVX-512 with"; exit 77; }
     TAPESTRY_TEST_KERNELS=$cap exec "$@"
     ;;

@@ -5,9 +5,11 @@
 // The body chooses its paths by the compiler's macros, so this file includes the intrinsics it
 // emulates first and then says the compiler has AVX-512. What SIMDe 0.7 lacks is written below
 // from the instructions' definitions, each lane by itself, so a masked load or store touches
-// no float outside its mask (AddressSanitizer sees one that does). rcp14 and rsqrt14 keep 14
-// bits of the exact result: the hardware's estimates are that far off, and the Newton steps
-// after them must bring the kernels back to the reference.
+// no float outside its mask (a sanitized build's AddressSanitizer sees one that does); the
+// aligned load and store abort on an address the hardware would fault on. rcp14 and rsqrt14
+// keep 14 bits of the float result, truncated: the hardware's estimates are that far off
+// (though not these bits), and the Newton steps after them must bring the kernels back to the
+// reference.
 #include "kernels_avx512_emulated.h"
 
 #if defined(__AVX512F__)
@@ -29,6 +31,8 @@ const tapestry::cpu::Kernels* tapestry::test::avx512_emulated_kernels() {
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace tapestry::cpu::avx512_emulated {
@@ -48,13 +52,26 @@ inline void mask_storeu_ps(float* p, uint16_t k, simde__m512 a) {
     if ((k >> i) & 1) p[i] = x.f32[i];
 }
 
-// The exact value with its last 9 of 23 fraction bits cleared: within 2^-14 of it.
+// The float y with its last 9 of 23 fraction bits cleared: within 2^-14 of it. Zero, subnormal,
+// infinite and NaN values stay as they are (a subnormal has fewer bits to keep).
 inline float keep_14_bits(float y) {
   uint32_t u;
   std::memcpy(&u, &y, 4);
-  if ((u & 0x7f800000u) != 0x7f800000u) u &= ~uint32_t{0x1ff};
+  const uint32_t exponent = u & 0x7f800000u;
+  if (exponent != 0 && exponent != 0x7f800000u) u &= ~uint32_t{0x1ff};
   std::memcpy(&y, &u, 4);
   return y;
+}
+
+// The aligned load and store fault on hardware when p is not 64-byte aligned; SIMDe's would
+// not, so they are checked here.
+inline const float* aligned_64(const float* p, const char* what) {
+  if (reinterpret_cast<uintptr_t>(p) % 64 != 0) {
+    std::fprintf(stderr, "%s of %p: not 64-byte aligned (a fault on AVX-512 hardware)\n", what,
+                 static_cast<const void*>(p));
+    std::abort();
+  }
+  return p;
 }
 
 inline simde__m512 rcp14_ps(simde__m512 a) {
@@ -76,7 +93,13 @@ inline simde__m512 rsqrt14_ps(simde__m512 a) {
 #define _mm512_mask_storeu_ps(p, k, a) ::tapestry::cpu::avx512_emulated::mask_storeu_ps(p, k, a)
 #define _mm512_rcp14_ps(a) ::tapestry::cpu::avx512_emulated::rcp14_ps(a)
 #define _mm512_rsqrt14_ps(a) ::tapestry::cpu::avx512_emulated::rsqrt14_ps(a)
-#define _mm512_undefined_ps() simde_mm512_setzero_ps()
+#undef _mm512_load_ps
+#define _mm512_load_ps(p) \
+  simde_mm512_load_ps(::tapestry::cpu::avx512_emulated::aligned_64(p, "_mm512_load_ps"))
+#undef _mm512_store_ps
+#define _mm512_store_ps(p, a) \
+  simde_mm512_store_ps(       \
+      const_cast<float*>(::tapestry::cpu::avx512_emulated::aligned_64(p, "_mm512_store_ps")), a)
 // SIMDe 0.7 has no alias for this one; GCC without optimisation and clang define it as a macro.
 #undef _mm512_shuffle_f32x4
 #define _mm512_shuffle_f32x4(a, b, imm8) simde_mm512_shuffle_f32x4(a, b, imm8)
