@@ -22,6 +22,7 @@ int cmd_eval(const Args& args);
 int cmd_report(const Args& args);
 int cmd_explain(const Args& args);
 int cmd_bench(const Args& args);
+int cmd_products(const Args& args);
 int cmd_export(const Args& args);
 int cmd_plot(const Args& args);
 int cmd_average(const Args& args);

@@ -41,6 +41,8 @@ constexpr Command kCommands[] = {
     {"bleu", tapestry::cli::cmd_bleu,
      "corpus BLEU (and chrF) of a hypothesis file, as sacreBLEU computes them"},
     {"bench", tapestry::cli::cmd_bench, "time training and decoding against the PyTorch reference"},
+    {"products", tapestry::cli::cmd_products,
+     "time each path of a matrix product (small_gemm, OpenBLAS, ...) by shape"},
     {"export", tapestry::cli::cmd_export, "write a trained model as a PyTorch package"},
     {"average", tapestry::cli::cmd_average,
      "average the parameters of a run's checkpoints into one model"},
