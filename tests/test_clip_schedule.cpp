@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "optim_values.h"
 #include "tapestry/core/memory.h"
 #include "tapestry/core/parallel.h"
 #include "tapestry/core/random.h"
@@ -20,15 +21,8 @@
 using namespace tapestry;
 using namespace tapestry::nn;
 using Catch::Contains;
-
-namespace {
-Tensor vec(std::initializer_list<double> v, DType dt = DType::f64) {
-  return Tensor::from(v, {static_cast<int64_t>(v.size())}, dt);
-}
-void set_grad(Parameter& p, std::initializer_list<double> g) {
-  p.grad.copy_from(vec(g, p.grad.dtype()));
-}
-}  // namespace
+using tapestry::testing::set_grad;
+using tapestry::testing::vec;
 
 // ---------------------------------------------------------------------------------------------
 // Gradient clipping.
