@@ -116,11 +116,9 @@ const Kernels& choose() {
   return c == Capability::avx512 ? avx512_for_this_cpu() : *kernels_for(c);
 }
 
-}  // namespace
-
-namespace {
 // replace_kernels_for_testing's; atomic, as the pool's workers read it (a plain load on x86-64).
 std::atomic<const Kernels*> replacement{nullptr};
+
 }  // namespace
 
 const Kernels& kernels() {

@@ -7,23 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "emulated/kernels_avx512_emulated.h"
 #include "tapestry/core/blas.h"
 #include "tapestry/core/cpu_kernels.h"
-#if defined(TAPESTRY_TEST_AVX512_EMULATED)
-#include "emulated/kernels_avx512_emulated.h"
-#endif
-
-namespace {
-
-const tapestry::cpu::Kernels* emulated_avx512() {
-#if defined(TAPESTRY_TEST_AVX512_EMULATED)
-  return tapestry::test::avx512_emulated_kernels();
-#else
-  return nullptr;
-#endif
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   tapestry::blas::use_fastest_kernels(argv);
@@ -33,7 +19,7 @@ int main(int argc, char** argv) {
                    want);
       return 2;
     }
-    const tapestry::cpu::Kernels* k = emulated_avx512();
+    const tapestry::cpu::Kernels* k = tapestry::testing::avx512_emulated_kernels();
     if (!k) {
       std::printf("skipped: this build has no emulated AVX-512 kernels (libsimde-dev, AVX2)\n");
       return 77;

@@ -14,10 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "float_sweep.h"
-#if defined(TAPESTRY_TEST_AVX512_EMULATED)
 #include "emulated/kernels_avx512_emulated.h"
-#endif
+#include "float_sweep.h"
 #include "shell_run.h"
 #include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/errors.h"
@@ -42,24 +40,21 @@ loops::AdamScalars<float> to_float(const loops::AdamScalars<double>& k) {
           float(k.keep), float(k.step), float(k.eps_hat), float(k.scale), k.zero_grad};
 }
 
-// The AVX-512 set with its intrinsics emulated, where this build has it.
+// The AVX-512 set with its intrinsics emulated, where this build has it; why not, where not.
 const cpu::Kernels* emulated_avx512() {
+  const cpu::Kernels* k = testing::avx512_emulated_kernels();
 #if defined(TAPESTRY_TEST_AVX512_EMULATED)
-  const cpu::Kernels* k = test::avx512_emulated_kernels();
   if (!k) WARN("this build has no AVX2 and FMA to emulate the AVX-512 kernels with");
-  return k;
 #else
   WARN("libsimde-dev is missing (tools/setup.sh --test-tools): no emulated AVX-512 kernels");
-  return nullptr;
 #endif
+  return k;
 }
 
 // The set's name in the failures' messages; "avx512 (emulated)" for the emulated one.
 std::string set_name(const cpu::Kernels& k) {
   std::string name(cpu::capability_name(k.capability));
-#if defined(TAPESTRY_TEST_AVX512_EMULATED)
-  if (&k == test::avx512_emulated_kernels()) name += " (emulated)";
-#endif
+  if (&k == testing::avx512_emulated_kernels()) name += " (emulated)";
   return name;
 }
 

@@ -17,6 +17,7 @@
 #include "tapestry/models/saved_model.h"
 #include "tapestry/models/train.h"
 #include "tools/cli.h"
+#include "tools/median.h"
 #include "tools/text_files.h"
 
 namespace tapestry::cli {
@@ -26,12 +27,6 @@ using namespace models;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // The pairs of the two files, tokenised and encoded as training reads them; a pair with an empty
 // side is left out (training refuses an empty source and learns nothing from an empty target).

@@ -26,6 +26,7 @@
 #include "tools/cli.h"
 #include "tools/flags.h"
 #include "tools/heap_count.h"
+#include "tools/median.h"
 
 namespace tapestry::cli {
 
@@ -44,14 +45,10 @@ Summary summarize(std::vector<double> t) {
   std::sort(t.begin(), t.end());
   const size_t n = t.size();
   Summary s;
-  s.median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  s.median = median_of(t);
   s.min = t.front();
   s.p90 = t[std::min(n - 1, static_cast<size_t>(0.9 * static_cast<double>(n)))];
   return s;
-}
-
-double median(std::vector<double> t) {
-  return summarize(std::move(t)).median;
 }
 
 using Clock = std::chrono::steady_clock;
@@ -97,7 +94,7 @@ PhaseTimes time_phases(Seq2Seq& model, const std::vector<Batch>& pool, const Ben
     const double o = seconds_since(t0);
     if (i >= s.warmup) fwd.push_back(f), bwd.push_back(b), opt.push_back(o);
   }
-  return {median(fwd) * 1e3, median(bwd) * 1e3, median(opt) * 1e3};
+  return {median_of(fwd) * 1e3, median_of(bwd) * 1e3, median_of(opt) * 1e3};
 }
 
 // Heap allocations over a stretch of steps: operator new calls (when the program counts them,

@@ -20,6 +20,7 @@
 #include "tapestry/core/vector_loops.h"
 #include "tools/cli.h"
 #include "tools/flags.h"
+#include "tools/median.h"
 
 namespace tapestry::cli {
 
@@ -62,11 +63,7 @@ struct Shape {
 // The shapes of --shapes; throws UsageError naming the flag and the item.
 std::vector<Shape> parse_shapes(const std::string& list) {
   std::vector<Shape> out;
-  size_t start = 0;
-  while (start <= list.size()) {
-    const size_t end = std::min(list.find(',', start), list.size());
-    const std::string item = list.substr(start, end - start);
-    start = end + 1;
+  for (const std::string& item : split_commas(list)) {
     auto bad = [&](const std::string& why) {
       return UsageError{
           fmt::format("--shapes: '{}' {} (a shape is LAYOUT:MxNxK, e.g. NT:20x20x32)", item, why)};
@@ -117,8 +114,7 @@ double seconds_per_call(F&& f, int64_t samples, double min_ms) {
     per_call.push_back(std::chrono::duration<double>(Clock::now() - t0).count() /
                        static_cast<double>(reps));
   }
-  std::nth_element(per_call.begin(), per_call.begin() + samples / 2, per_call.end());
-  return per_call[static_cast<size_t>(samples / 2)];
+  return median_of(per_call);
 }
 
 // The largest |x - ref| over |ref| + 1 (relative for large values, absolute near 0).

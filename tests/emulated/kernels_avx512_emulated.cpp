@@ -17,7 +17,7 @@
 #endif
 #if !(defined(__AVX2__) && defined(__FMA__))
 // The body's AVX-512 paths stand on its AVX2 paths, which this build does not have.
-const tapestry::cpu::Kernels* tapestry::test::avx512_emulated_kernels() {
+const tapestry::cpu::Kernels* tapestry::testing::avx512_emulated_kernels() {
   return nullptr;
 }
 #else
@@ -110,7 +110,7 @@ inline simde__m512 rsqrt14_ps(simde__m512 a) {
 #define __AVX512VL__ 1
 #include "../../core/cpu_kernels_body.inc"
 
-const tapestry::cpu::Kernels* tapestry::test::avx512_emulated_kernels() {
+const tapestry::cpu::Kernels* tapestry::testing::avx512_emulated_kernels() {
   return &tapestry::cpu::kernels_avx512_emulated;
 }
 #endif
