@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <string_view>
 #include <vector>
 
 #include "tapestry/core/cpu_kernels.h"
@@ -101,7 +103,9 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   // columns), in two halves, each transposing b again: a `small` Transformer head's 15 x 15 x 32
   // scores ran at 28 GFLOP/s this way and at 16 in small_gemm (AVX2-only Zen 4). A wider b^T (a
   // weight) would be read twice: it keeps OpenBLAS's transposed product below.
-  if (auto few_rows = !ta && tb && alpha == 1.0f && n <= loops::kSmallGemmCols
+  const SmallProductLimits limits = small_product_limits();
+  if (auto few_rows = !ta && tb && alpha == 1.0f && n <= loops::kSmallGemmCols &&
+                              m * n * k <= limits.split_few_rows_madds
                           ? cpu::few_rows_kernel((m + 1) / 2, k)
                           : nullptr) {
     const int64_t half = (m + 1) / 2;
@@ -110,17 +114,16 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
     return;
   }
   // Small products (an attention head's) in the kernels' small_gemm, up to the size where the
-  // kernel set was measured faster than OpenBLAS (cpu::Kernels::small_gemm_madds).
-  if (const int64_t limit = cpu::kernels().small_gemm_madds;
-      limit > 0 && k > 0 && n <= loops::kSmallGemmCols && m * n * k <= limit) {
+  // kernel set was measured faster than OpenBLAS.
+  if (limits.small_gemm_madds > 0 && k > 0 && n <= loops::kSmallGemmCols &&
+      m * n * k <= limits.small_gemm_madds) {
     float* bt = scratch_buffer<float, struct SmallGemmB>(static_cast<size_t>(k * n));
     return cpu::kernels().small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bt);
   }
   // A short side (a few rows of c, or a short k) with b read in place: dx = dy W and
   // dW += dy^T x for one sentence's positions (cpu::Kernels::short_side_max says where and why),
   // with a whole block of 16 columns at least, as the products measured.
-  if (const int64_t short_side = cpu::kernels().short_side_max;
-      !tb && k > 0 && n >= 16 && (m <= short_side || k <= short_side) &&
+  if (!tb && k > 0 && n >= 16 && (m <= limits.short_side_max || k <= limits.short_side_max) &&
       m * n * k <= cpu::kShortSideMadds)
     return cpu::kernels().small_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
   // A few rows against a weight matrix, (M,K) x (N,K)^T with M <= 32: OpenBLAS runs the
@@ -179,6 +182,42 @@ void use_fastest_kernels(char** argv) {
 
 const char* core_name() {
   return openblas_get_corename();
+}
+
+namespace {
+
+// Whether OpenBLAS runs one of its AVX-512 kernel sets (read once: OpenBLAS chooses when it loads).
+bool openblas_runs_avx512() {
+  static const bool avx512 = [] {
+    const std::string_view core = openblas_get_corename();
+    return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
+  }();
+  return avx512;
+}
+
+// Against OpenBLAS's AVX-512 kernels, on a Zen 5 (`tapestry products`, one core, GFLOP/s, the
+// AVX-512 set against OpenBLAS SkylakeX): small_gemm won up to 4,096 multiply-adds (16x16x16 NN
+// 129 against 104; 10x16x16 96 against 84) and lost from about 5,000 (10x32x16 105 against 122;
+// 15x32x15 114 against 134; 32x64x32 126 against 206). The split few-rows scores won at 15x15x32
+// (73 against 64) and lost at 20x20x32 (63 against 96). Every short side lost (10x64x192 NN 115
+// against 186; 192x64x10 TN 112 against 182).
+constexpr SmallProductLimits kAgainstAvx512Blas = {
+    .small_gemm_madds = 4096, .split_few_rows_madds = 8192, .short_side_max = 0};
+
+}  // namespace
+
+SmallProductLimits small_product_limits() {
+  const cpu::Kernels& k = cpu::kernels();
+  SmallProductLimits limits = {.small_gemm_madds = k.small_gemm_madds,
+                               .split_few_rows_madds = INT64_MAX,
+                               .short_side_max = k.short_side_max};
+  if (openblas_runs_avx512()) {
+    limits.small_gemm_madds =
+        std::min(limits.small_gemm_madds, kAgainstAvx512Blas.small_gemm_madds);
+    limits.split_few_rows_madds = kAgainstAvx512Blas.split_few_rows_madds;
+    limits.short_side_max = std::min(limits.short_side_max, kAgainstAvx512Blas.short_side_max);
+  }
+  return limits;
 }
 
 void set_threads(int n) {

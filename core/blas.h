@@ -26,4 +26,15 @@ void use_fastest_kernels(char** argv);
 // The core type OpenBLAS runs ("Haswell", "SkylakeX", ...).
 const char* core_name();
 
+// Where gemm leaves OpenBLAS for the kernel set's own small-product paths, for the kernel set in
+// use and the OpenBLAS kernels loaded: the set's limits (cpu::Kernels, measured against OpenBLAS's
+// AVX2 kernels), lowered where OpenBLAS runs its AVX-512 kernels, which multiply small matrices
+// without packing them and so win at sizes where its AVX2 kernels lose to their own packing.
+struct SmallProductLimits {
+  int64_t small_gemm_madds;      // small_gemm up to this many multiply-adds (at most 64 columns)
+  int64_t split_few_rows_madds;  // scores q k^T of up to twice few_rows_max rows, in two halves
+  int64_t short_side_max;        // dx = dy W, dW += dy^T x of this many rows or depth, b in place
+};
+SmallProductLimits small_product_limits();
+
 }  // namespace tapestry::blas

@@ -59,13 +59,14 @@ struct Kernels {
                      float* bt);
   // The size (multiply-adds, at most loops::kSmallGemmCols columns) up to which blas::gemm sends
   // a product to small_gemm rather than OpenBLAS, whose call and packing dominate there; 0 in the
-  // portable set (its small_gemm is the reference loop).
+  // portable set (its small_gemm is the reference loop). This and short_side_max below were
+  // measured against OpenBLAS's AVX2 kernels; blas::small_product_limits() lowers them where
+  // OpenBLAS runs its AVX-512 ones.
   int64_t small_gemm_madds;
   // The shortest side (rows of c, or k) up to which a product with b read in place (not
   // transposed), at least 16 columns wide and of at most kShortSideMadds multiply-adds, runs in
   // small_gemm rather than OpenBLAS: dx = dy W and dW += dy^T x for the 10 positions of one
-  // sentence (measured at 64 to 192 on the long sides). 0: never (the sets where it was not
-  // measured faster).
+  // sentence. 0: never (the portable set).
   int64_t short_side_max;
   // c (M,N) = (a (M,K) W^T + beta c) + bias for W (N,K) row-major read in place (row stride
   // ldw), with 1 <= M <= few_rows_max and K <= kProductDepth; bias (N) may be null; beta = 0

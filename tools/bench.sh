@@ -8,7 +8,7 @@ usage() {
   cat <<'EOF'
 usage: tools/bench.sh [--rounds N] [--presets "tiny small medium"] [--archs "rnn transformer"]
                       [--bidir] [--tapestry-threads "1 2"] [--blas-cores "Haswell SkylakeX"]
-                      [--no-build] [--no-peak] [--out DIR]
+                      [--malloc "default keep"] [--no-build] [--no-peak] [--out DIR]
 
 Builds Tapestry (tools/build.sh), measures the machine's peak once (the FMA probe and OpenBLAS
 sgemm of ../shared/bench/sgemm_peak.c, compiled into the build directory), then for every
@@ -19,7 +19,7 @@ torch_transformer.py for transformer) at each of its thread settings (--threads 
 own, see the reference README), and each of those once per OpenBLAS kernel set: on a CPU with
 AVX-512, both OpenBLAS's AVX2 kernels (OPENBLAS_CORETYPE=Haswell) and its AVX-512 ones
 (SkylakeX), since OpenBLAS 0.3.21 does not know every AVX-512 CPU and may pick the slower set by
-itself. LibTorch (the same RNN model in C++, ../shared/bench/libtorch/, built here when Debian's
+itself; and each once per glibc malloc setting (--malloc). LibTorch (the same RNN model in C++, ../shared/bench/libtorch/, built here when Debian's
 libtorch-dev is installed) runs at the same settings as PyTorch, so the RNN is compared against
 both references. Each side is compared at its best setting: the one with the best median over the
 rounds, chosen separately for training and for decoding; the speedup is over the faster of
@@ -33,6 +33,13 @@ the peak RSS of both programs is measured the same way.
   --tapestry-threads L   core counts tried for Tapestry ["1 2"]
   --blas-cores LIST      OPENBLAS_CORETYPE values tried for both sides; "default" leaves the
                          environment's [AVX-512 CPUs: "Haswell SkylakeX"; others: "default"]
+  --malloc LIST          glibc malloc settings tried for every side ["default keep"]: default
+                         leaves glibc's; keep (MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_=1 TiB)
+                         keeps freed memory for reuse instead of returning it to the system, so
+                         that PyTorch's large tensors, allocated afresh at every op, are not
+                         faulted in again at every step (where page faults are dear, as on a
+                         virtual machine, they took 42% of a large torch.mm); Tapestry allocates
+                         nothing in a steady step and is unaffected
   --no-build             use the existing build (TAPESTRY_BUILD_DIR, default build/)
   --no-peak              skip the FMA probe and sgemm peak (no % of peak column)
   --out DIR              keep every run's output there [BUILD/bench-DATE]
@@ -61,6 +68,7 @@ archs="rnn transformer"
 bidir=()
 tapestry_threads="1 2"
 blas_cores=""
+mallocs="default keep"
 do_build=1
 do_peak=1
 out=""
@@ -80,6 +88,9 @@ while (($#)); do
     --blas-cores) [[ ${2:-} =~ ^[A-Za-z0-9]+( [A-Za-z0-9]+)*$ ]] ||
         die "--blas-cores needs OPENBLAS_CORETYPE names, e.g. \"Haswell SkylakeX\" or default"
       blas_cores=$2; shift 2 ;;
+    --malloc) [[ ${2:-} =~ ^(default|keep)( (default|keep))*$ ]] ||
+        die "--malloc needs a list of default and keep, e.g. \"default keep\""
+      mallocs=$2; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --no-peak) do_peak=0; shift ;;
     --out) [[ -n ${2:-} ]] || die "--out needs a directory"
@@ -207,6 +218,11 @@ fi
 echo "# OpenBLAS kernel sets tried on both sides: $blas_cores (environment: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset})"
 # The label suffix of one kernel set (none when only the environment's is tried).
 core_label() { [[ $blas_cores = default ]] || echo "-$1"; }
+echo "# glibc malloc settings tried on every side: $mallocs"
+# The label suffix and the environment of one malloc setting (keep: freed memory stays in the
+# heap, none of it returned to the system or mapped afresh).
+malloc_label() { [[ $1 = default ]] || echo "-$1"; }
+malloc_env() { [[ $1 = default ]] || echo MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1099511627776; }
 
 # Runs one benchmark under /usr/bin/time -v and appends its RESULT, labelled, to results.jsonl.
 run_one() {  # impl label arch preset round command...
@@ -225,7 +241,7 @@ r = json.loads(sys.argv[1])
 r.update(impl=sys.argv[2], label=sys.argv[3], arch=sys.argv[4], preset=sys.argv[5],
          round=int(sys.argv[6]), time_rss_mb=int(sys.argv[7]) / 1024)
 print(json.dumps(r))' "$result" "$impl" "$label" "$arch" "$preset" "$round" "${rss:-0}" >>"$results"
-  printf '  %-8s %-14s %-11s %-6s round %d: train %9.2f ms, decode %9.2f ms\n' "$impl" "$label" \
+  printf '  %-8s %-18s %-11s %-6s round %d: train %9.2f ms, decode %9.2f ms\n' "$impl" "$label" \
     "$arch" "$preset" "$round" "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["train_ms_median"])' "$result")" \
     "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("decode_ms_median", 0))' "$result")"
 }
@@ -238,31 +254,34 @@ for arch in $archs; do
     echo "# $arch $preset: $rounds rounds"
     for ((r = 1; r <= rounds; ++r)); do
       for core in $blas_cores; do
-        cenv=()  # the kernel set's environment
-        [[ $core = default ]] || cenv=("OPENBLAS_CORETYPE=$core")
-        suffix=$(core_label "$core")
-        for t in $tapestry_threads; do
-          # Tapestry spreads a batch over t cores itself, OpenBLAS single-threaded inside each (set
-          # in the environment too: OpenBLAS starts its own pool when it loads).
-          run_one tapestry "t$t$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" OPENBLAS_NUM_THREADS=1 \
-            "$tapestry" bench --arch "$arch" --config "$preset" --threads "$t" "${flags[@]}"
+        for mal in $mallocs; do
+          # The kernel set's and the malloc setting's environment.
+          read -r -a cenv <<<"$(malloc_env "$mal")"
+          [[ $core = default ]] || cenv+=("OPENBLAS_CORETYPE=$core")
+          suffix=$(core_label "$core")$(malloc_label "$mal")
+          for t in $tapestry_threads; do
+            # Tapestry spreads a batch over t cores itself, OpenBLAS single-threaded inside each
+            # (set in the environment too: OpenBLAS starts its own pool when it loads).
+            run_one tapestry "t$t$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" OPENBLAS_NUM_THREADS=1 \
+              "$tapestry" bench --arch "$arch" --config "$preset" --threads "$t" "${flags[@]}"
+          done
+          if ((have_torch)); then
+            run_one pytorch "t1$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$python" "$reference" \
+              --config "$preset" --threads 1 "${flags[@]}"
+            run_one pytorch "t1b2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$python" "$reference" \
+              --config "$preset" --threads 1 --blas-threads 2 "${flags[@]}"
+            run_one pytorch "t2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$python" "$reference" \
+              --config "$preset" --threads 2 "${flags[@]}"
+          fi
+          if ((have_libtorch)) && [[ $arch = rnn ]]; then
+            run_one libtorch "t1$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$libtorch_bin" \
+              --config "$preset" --threads 1 "${flags[@]}"
+            run_one libtorch "t1b2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$libtorch_bin" \
+              --config "$preset" --threads 1 --blas-threads 2 "${flags[@]}"
+            run_one libtorch "t2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$libtorch_bin" \
+              --config "$preset" --threads 2 "${flags[@]}"
+          fi
         done
-        if ((have_torch)); then
-          run_one pytorch "t1$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$python" "$reference" \
-            --config "$preset" --threads 1 "${flags[@]}"
-          run_one pytorch "t1b2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$python" "$reference" \
-            --config "$preset" --threads 1 --blas-threads 2 "${flags[@]}"
-          run_one pytorch "t2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$python" "$reference" \
-            --config "$preset" --threads 2 "${flags[@]}"
-        fi
-        if ((have_libtorch)) && [[ $arch = rnn ]]; then
-          run_one libtorch "t1$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$libtorch_bin" \
-            --config "$preset" --threads 1 "${flags[@]}"
-          run_one libtorch "t1b2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$libtorch_bin" \
-            --config "$preset" --threads 1 --blas-threads 2 "${flags[@]}"
-          run_one libtorch "t2$suffix" "$arch" "$preset" "$r" env "${cenv[@]}" "$libtorch_bin" \
-            --config "$preset" --threads 2 "${flags[@]}"
-        fi
       done
     done
   done
@@ -373,7 +392,7 @@ for arch, preset in ((a, p) for a in archs for p in presets):
                              and r["arch"] == arch and r["preset"] == preset}):
             runs = [r for r in rows if r["impl"] == impl and r["arch"] == arch
                     and r["preset"] == preset and r["label"] == label]
-            notes.append(f"  {impl:8} {label:14} train tok/s per round: "
+            notes.append(f"  {impl:8} {label:18} train tok/s per round: "
                          + ", ".join(f"{r['train_tok_s']:,.0f}" for r in runs)
                          + "; decode sent/s: "
                          + ", ".join(f"{r.get('decode_sent_s', 0):,.0f}" for r in runs))

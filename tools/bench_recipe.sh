@@ -8,14 +8,15 @@ usage() {
   cat <<'EOF'
 usage: tools/bench_recipe.sh --model DIR --src-text FILE --tgt-text FILE [--rounds N]
                              [--batch N] [--iters N] [--blas-cores "Haswell SkylakeX"]
-                             [--no-build] [--out DIR]
+                             [--malloc "default keep"] [--no-build] [--out DIR]
 
 Exports the model (`tapestry export --to pytorch`), writes the batches once (`tapestry bench
 --model DIR --dump-batches`: the first 8 batches training would make of the text, with the
 seed 0), then runs N rounds; a round times `tapestry bench --model` at 1 and 2 cores and
 tools/bench_exported.py (the exported model, in training mode, Adam and clipping as Tapestry's)
 at PyTorch's three thread settings (--threads 1; --threads 1 --blas-threads 2; --threads 2), each
-once per OpenBLAS kernel set (on an AVX-512 CPU both Haswell and SkylakeX, as tools/bench.sh).
+once per OpenBLAS kernel set (on an AVX-512 CPU both Haswell and SkylakeX, as tools/bench.sh)
+and once per glibc malloc setting (as tools/bench.sh).
 Each side is compared at the setting with the best median over the rounds.
 
   --model DIR       run directory or .safetensors file (required)
@@ -26,6 +27,9 @@ Each side is compared at the setting with the best median over the rounds.
   --iters N         timed steps per run (after 2 untimed) [8]
   --blas-cores L    OPENBLAS_CORETYPE values tried; "default" leaves the environment's
                     [AVX-512 CPUs: "Haswell SkylakeX"; others: "default"]
+  --malloc L        glibc malloc settings tried ["default keep"]; keep has freed memory kept
+                    for reuse (MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_=1 TiB), see
+                    tools/bench.sh --help
   --no-build        use the existing build (TAPESTRY_BUILD_DIR, default build/)
   --out DIR         keep the export, the batches and every run's output there [BUILD/recipe-DATE]
 Environment: PYTHON (default /usr/bin/python3, the interpreter with Debian's torch).
@@ -42,9 +46,10 @@ build_dir=${TAPESTRY_BUILD_DIR:-build}
 [[ $build_dir = /* ]] || build_dir="$root/$build_dir"
 python=${PYTHON:-/usr/bin/python3}
 model="" src="" tgt="" rounds=3 batch=128 iters=8 build=1 out="" blas_cores=""
+mallocs="default keep"
 while (($#)); do
   case $1 in
-    --model | --src-text | --tgt-text | --rounds | --batch | --iters | --blas-cores | --out)
+    --model | --src-text | --tgt-text | --rounds | --batch | --iters | --blas-cores | --malloc | --out)
       (($# >= 2)) || die "$1 needs a value"
       case $1 in
         --model) model=$2 ;;
@@ -54,6 +59,7 @@ while (($#)); do
         --batch) batch=$2 ;;
         --iters) iters=$2 ;;
         --blas-cores) blas_cores=$2 ;;
+        --malloc) mallocs=$2 ;;
         --out) out=$2 ;;
       esac
       shift 2
@@ -64,6 +70,8 @@ while (($#)); do
   esac
 done
 [[ -n $model && -n $src && -n $tgt ]] || die "--model, --src-text and --tgt-text are required"
+[[ $mallocs =~ ^(default|keep)( (default|keep))*$ ]] ||
+  die "--malloc needs a list of default and keep, got '$mallocs'"
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive whole number, got '$rounds'"
 [[ -e $model ]] || die "--model: '$model' does not exist"
 for f in "$src" "$tgt"; do [[ -r $f ]] || die "cannot read '$f'"; done
@@ -98,25 +106,29 @@ run_one() {  # impl label round command...
   python3 -c 'import json, sys
 r = json.loads(sys.argv[1]); r.update(impl=sys.argv[2], label=sys.argv[3])
 print(json.dumps(r))' "$result" "$impl" "$label" >>"$results"
-  printf '%-15s %-12s round %s: %8.1f ms/step\n' "$impl" "$label" "$round" \
+  printf '%-15s %-18s round %s: %8.1f ms/step\n' "$impl" "$label" "$round" \
     "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["train_ms_median"])' "$result")"
 }
 
 for ((r = 1; r <= rounds; ++r)); do
   for core in $blas_cores; do
-    cenv=()
-    [[ $core = default ]] || cenv=("OPENBLAS_CORETYPE=$core")
-    suffix=""
-    [[ $core = default ]] || suffix="-$core"
-    for t in 1 2; do
-      run_one tapestry "t$t$suffix" "$r" env "${cenv[@]}" OPENBLAS_NUM_THREADS=1 "$tapestry" bench \
-        "${common[@]}" --threads "$t"
+    for mal in $mallocs; do
+      cenv=()
+      [[ $mal = default ]] || cenv=(MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=1099511627776)
+      [[ $core = default ]] || cenv+=("OPENBLAS_CORETYPE=$core")
+      suffix=""
+      [[ $core = default ]] || suffix="-$core"
+      [[ $mal = default ]] || suffix+="-$mal"
+      for t in 1 2; do
+        run_one tapestry "t$t$suffix" "$r" env "${cenv[@]}" OPENBLAS_NUM_THREADS=1 "$tapestry" \
+          bench "${common[@]}" --threads "$t"
+      done
+      exported=("$python" "$root/tools/bench_exported.py" "$out/export" "$out/batches.json"
+        --warmup 2 --iters "$iters")
+      run_one pytorch "t1$suffix" "$r" env "${cenv[@]}" "${exported[@]}" --threads 1
+      run_one pytorch "t1b2$suffix" "$r" env "${cenv[@]}" "${exported[@]}" --threads 1 --blas-threads 2
+      run_one pytorch "t2$suffix" "$r" env "${cenv[@]}" "${exported[@]}" --threads 2
     done
-    exported=("$python" "$root/tools/bench_exported.py" "$out/export" "$out/batches.json"
-      --warmup 2 --iters "$iters")
-    run_one pytorch "t1$suffix" "$r" env "${cenv[@]}" "${exported[@]}" --threads 1
-    run_one pytorch "t1b2$suffix" "$r" env "${cenv[@]}" "${exported[@]}" --threads 1 --blas-threads 2
-    run_one pytorch "t2$suffix" "$r" env "${cenv[@]}" "${exported[@]}" --threads 2
   done
 done
 echo "# done: $(uptime | sed 's/.*load/load/')"

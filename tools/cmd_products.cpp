@@ -1,7 +1,7 @@
 // tapestry products: each path a float32 matrix product can take (the kernel set's small_gemm and
 // few-rows kernel, OpenBLAS, and blas::gemm's own choice among them) timed by shape on one core,
-// to set the limits where blas::gemm leaves OpenBLAS (cpu::Kernels::small_gemm_madds,
-// short_side_max) on the machine at hand.
+// to set the limits where blas::gemm leaves OpenBLAS (cpu::Kernels::small_gemm_madds and the
+// short sides, blas::small_product_limits) on the machine at hand.
 #include <cblas.h>
 #include <fmt/format.h>
 
@@ -30,18 +30,18 @@ constexpr const char* kAbout =
     "Times each path a float32 matrix product c (M,N) = op(a) op(b) can take, on one core, for\n"
     "each shape: the kernel set's small_gemm (at most 64 columns, or b read in place when it is\n"
     "not transposed), its few-rows kernel (a few rows against b^T), OpenBLAS's sgemm, and\n"
-    "blas::gemm, which chooses among them by the limits of the kernel set in use. Each figure is\n"
-    "the median of --samples timings of repeated calls (each at least --min-ms long), in GFLOP/s\n"
-    "(2MNK flops a product); '-' where a path does not take that shape. Every path's c is checked\n"
-    "against OpenBLAS's before it is timed. 'fastest' names the fastest of the three single\n"
-    "paths; gemm can beat them all where it runs the few-rows kernel on each half of the rows.\n"
-    "The set is the best this CPU runs, or the one TAPESTRY_KERNELS names. The last line is\n"
-    "'RESULT {json}'.\n\n"
+    "blas::gemm, which chooses among them by the limits printed first (those of the kernel set in\n"
+    "use, lowered where OpenBLAS runs its AVX-512 kernels). Each figure is the median of\n"
+    "--samples timings of repeated calls (each at least --min-ms long), in GFLOP/s (2MNK flops a\n"
+    "product); '-' where a path does not take that shape. Every path's c is checked against\n"
+    "OpenBLAS's before it is timed. 'fastest' names the fastest of the three single paths; gemm\n"
+    "can beat them all where it runs the few-rows kernel on each half of the rows. The set is the\n"
+    "best this CPU runs, or the one TAPESTRY_KERNELS names; OpenBLAS's kernels are those\n"
+    "OPENBLAS_CORETYPE names, if set. The last line is 'RESULT {json}'.\n\n"
     "A shape is LAYOUT:MxNxK, LAYOUT one of NN, NT, TN, TT (op(a), op(b): N as stored, T\n"
     "transposed). The default shapes: the attention heads of the bench presets (scores q k^T as\n"
-    "NT, a v as NN, dv = a^T dy as TN), products on either side of the kernel sets' small_gemm\n"
-    "limits (8,192 and 16,384 multiply-adds), and short sides (dx = dy W, dW += dy^T x for one\n"
-    "sentence).\n\n"
+    "NT, a v as NN, dv = a^T dy as TN), products on either side of the small_gemm limits (4,096\n"
+    "to 65,536 multiply-adds), and short sides (dx = dy W, dW += dy^T x for one sentence).\n\n"
     "examples:\n"
     "  tapestry products\n"
     "  tapestry products --shapes NN:20x32x20,TN:20x32x20 --samples 9\n"
@@ -51,7 +51,8 @@ constexpr const char* kDefaultShapes =
     "NT:10x10x16,NN:10x16x10,TN:10x16x10,"
     "NT:15x15x32,NN:15x32x15,TN:15x32x15,"
     "NT:20x20x32,NN:20x32x20,TN:20x32x20,"
-    "NN:16x32x16,NN:32x32x16,NN:24x40x16,NN:32x64x16,NN:32x64x32,TN:32x32x32,"
+    "NN:16x16x16,NN:10x32x16,NN:16x32x16,NN:32x32x16,NN:24x40x16,NN:32x64x16,NN:32x64x32,"
+    "TN:32x32x32,NN:32x64x64,"
     "NN:10x512x256,TN:256x512x10,NN:4x1024x512,TN:512x1024x4";
 
 struct Shape {
@@ -147,9 +148,15 @@ int cmd_products(const Args& args) {
 
   set_parallel_threads(1);  // one core: blas::gemm does not split columns, OpenBLAS one thread
   const cpu::Kernels& kern = cpu::kernels();
-  fmt::print("# kernels={} blas_core={} threads=1 small_gemm_madds={} short_side_max={}\n",
-             cpu::capability_name(kern.capability), blas::core_name(), kern.small_gemm_madds,
-             kern.short_side_max);
+  const blas::SmallProductLimits limits = blas::small_product_limits();
+  const auto any_size = [](int64_t madds) {  // no limit: INT64_MAX
+    return madds == INT64_MAX ? std::string("any") : std::to_string(madds);
+  };
+  fmt::print(
+      "# kernels={} blas_core={} threads=1 small_gemm_madds={} split_few_rows_madds={} "
+      "short_side_max={}\n",
+      cpu::capability_name(kern.capability), blas::core_name(), limits.small_gemm_madds,
+      any_size(limits.split_few_rows_madds), limits.short_side_max);
   fmt::print("# GFLOP/s, median of {} timings\n", samples);
   fmt::print("{:<18} {:>8}  {:>10} {:>9} {:>9} {:>9}  {}\n", "shape", "madds", "small_gemm",
              "few_rows", "openblas", "gemm", "fastest");
@@ -218,11 +225,15 @@ int cmd_products(const Args& args) {
     fmt::print("{:<18} {:>8} {}  {}\n", s.text, m * n * k, cells, fastest);
     rows.push_back(row);
   }
-  const nlohmann::json result = {{"kernels", cpu::capability_name(kern.capability)},
-                                 {"blas_core", blas::core_name()},
-                                 {"small_gemm_madds", kern.small_gemm_madds},
-                                 {"short_side_max", kern.short_side_max},
-                                 {"products", rows}};
+  const nlohmann::json result = {
+      {"kernels", cpu::capability_name(kern.capability)},
+      {"blas_core", blas::core_name()},
+      {"small_gemm_madds", limits.small_gemm_madds},
+      {"split_few_rows_madds", limits.split_few_rows_madds == INT64_MAX
+                                   ? nlohmann::json(nullptr)
+                                   : nlohmann::json(limits.split_few_rows_madds)},
+      {"short_side_max", limits.short_side_max},
+      {"products", rows}};
   fmt::print("RESULT {}\n", result.dump());
   return status;
 }
