@@ -3,12 +3,12 @@
 
 #include <cblas.h>
 #include <fmt/format.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <string_view>
 #include <vector>
 
 #include "tapestry/core/cpu_kernels.h"
@@ -187,20 +187,24 @@ const char* core_name() {
 namespace {
 
 // Whether OpenBLAS runs one of its AVX-512 kernel sets (read once: OpenBLAS chooses when it loads).
+// A build for one target names it in capitals (SKYLAKEX), a DYNAMIC_ARCH build as SkylakeX.
 bool openblas_runs_avx512() {
   static const bool avx512 = [] {
-    const std::string_view core = openblas_get_corename();
-    return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
+    const char* core = openblas_get_corename();
+    for (const char* name : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+      if (strcasecmp(core, name) == 0) return true;
+    return false;
   }();
   return avx512;
 }
 
 // Against OpenBLAS's AVX-512 kernels, on a Zen 5 (`tapestry products`, one core, GFLOP/s, the
-// AVX-512 set against OpenBLAS SkylakeX): small_gemm won up to 4,096 multiply-adds (16x16x16 NN
-// 129 against 104; 10x16x16 96 against 84) and lost from about 5,000 (10x32x16 105 against 122;
-// 15x32x15 114 against 134; 32x64x32 126 against 206). The split few-rows scores won at 15x15x32
-// (73 against 64) and lost at 20x20x32 (63 against 96). Every short side lost (10x64x192 NN 115
-// against 186; 192x64x10 TN 112 against 182).
+// AVX-512 set against OpenBLAS SkylakeX; the first runs, whose figures the later runs in the
+// README's "A thirteenth session" repeat within 10-25%): small_gemm won up to 4,096 multiply-adds
+// (16x16x16 NN 129 against 104; 10x16x16 96 against 84) and lost from about 5,000 (10x32x16 105
+// against 122; 15x32x15 114 against 134; 32x64x32 126 against 206). The split few-rows scores won
+// at 15x15x32 (73 against 64) and lost at 20x20x32 (63 against 96). Every short side lost
+// (10x64x192 NN 115 against 186; 192x64x10 TN 112 against 182).
 constexpr SmallProductLimits kAgainstAvx512Blas = {
     .small_gemm_madds = 4096, .split_few_rows_madds = 8192, .short_side_max = 0};
 

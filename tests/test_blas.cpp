@@ -39,14 +39,16 @@ TEST_CASE("gemm matches a plain loop for every transpose and matrix-vector shape
   // transposed, or by the few-rows kernel at alpha 1, up to 512 deep, in two halves up to twice
   // its rows); a short side (few rows or a short k, small_gemm where the kernel set takes them,
   // with and without a part of 16 columns; one just past kShortSideMadds); small products up to
-  // and just past the kernel set's small_gemm_madds (an attention head's); full products.
+  // and just past each limit blas::small_product_limits() may give (4,096, 8,192, 16,384, 65,536
+  // multiply-adds: an attention head's); full products.
   const Size sizes[] = {
       {1, 7, 13},     {1, 192, 64},  {1, 4, 8},      {9, 1, 21},    {64, 1, 64},    {1, 700, 300},
       {600, 1, 300},  {5, 6, 7},     {1, 1, 1},      {3, 1, 1},     {16, 384, 128}, {3, 70, 33},
       {32, 2048, 40}, {33, 100, 50}, {10, 10, 16},   {12, 200, 64}, {2, 17, 512},   {4, 9, 513},
       {10, 64, 192},  {128, 64, 10}, {12, 130, 300}, {203, 70, 5},  {8, 400, 328},  {15, 15, 32},
       {19, 40, 24},   {20, 40, 24},  {25, 40, 24},   {20, 30, 600}, {6, 9, 40},     {300, 1000, 1},
-      {20, 32, 20},   {24, 40, 16},  {21, 64, 13}};
+      {20, 32, 20},   {24, 40, 16},  {21, 64, 13},   {16, 16, 16},  {10, 32, 16},   {32, 64, 32},
+      {33, 64, 32},   {20, 20, 32}};
   for (const Size& sz : sizes)
     for (bool ta : {false, true})
       for (bool tb : {false, true})

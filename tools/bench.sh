@@ -19,9 +19,9 @@ torch_transformer.py for transformer) at each of its thread settings (--threads 
 own, see the reference README), and each of those once per OpenBLAS kernel set: on a CPU with
 AVX-512, both OpenBLAS's AVX2 kernels (OPENBLAS_CORETYPE=Haswell) and its AVX-512 ones
 (SkylakeX), since OpenBLAS 0.3.21 does not know every AVX-512 CPU and may pick the slower set by
-itself; and each once per glibc malloc setting (--malloc). LibTorch (the same RNN model in C++, ../shared/bench/libtorch/, built here when Debian's
-libtorch-dev is installed) runs at the same settings as PyTorch, so the RNN is compared against
-both references. Each side is compared at its best setting: the one with the best median over the
+itself; and each once per glibc malloc setting (--malloc). LibTorch (the same RNN model in
+C++, ../shared/bench/libtorch/, built here when Debian's libtorch-dev is installed) runs at the
+same settings as PyTorch, so the RNN is compared against both references. Each side is compared at its best setting: the one with the best median over the
 rounds, chosen separately for training and for decoding; the speedup is over the faster of
 PyTorch and LibTorch. Every run is wrapped in /usr/bin/time -v, so
 the peak RSS of both programs is measured the same way.
@@ -39,7 +39,7 @@ the peak RSS of both programs is measured the same way.
                          that PyTorch's large tensors, allocated afresh at every op, are not
                          faulted in again at every step (where page faults are dear, as on a
                          virtual machine, they took 42% of a large torch.mm); Tapestry allocates
-                         nothing in a steady step and is unaffected
+                         nothing in a steady step of the presets and is unaffected there
   --no-build             use the existing build (TAPESTRY_BUILD_DIR, default build/)
   --no-peak              skip the FMA probe and sgemm peak (no % of peak column)
   --out DIR              keep every run's output there [BUILD/bench-DATE]
@@ -88,9 +88,11 @@ while (($#)); do
     --blas-cores) [[ ${2:-} =~ ^[A-Za-z0-9]+( [A-Za-z0-9]+)*$ ]] ||
         die "--blas-cores needs OPENBLAS_CORETYPE names, e.g. \"Haswell SkylakeX\" or default"
       blas_cores=$2; shift 2 ;;
-    --malloc) [[ ${2:-} =~ ^(default|keep)( (default|keep))*$ ]] ||
+    --malloc) [[ ${2:-} =~ ^(default|keep)( (default|keep))?$ ]] ||
         die "--malloc needs a list of default and keep, e.g. \"default keep\""
-      mallocs=$2; shift 2 ;;
+      mallocs=$2; shift 2
+      [[ $mallocs != "keep keep" && $mallocs != "default default" ]] ||
+        die "--malloc names a setting twice" ;;
     --no-build) do_build=0; shift ;;
     --no-peak) do_peak=0; shift ;;
     --out) [[ -n ${2:-} ]] || die "--out needs a directory"
@@ -412,9 +414,9 @@ for r in table:
     print(fmt_row(r))
 print()
 print("T = Tapestry, P = PyTorch (Python), L = LibTorch (C++, RNN only), each at its best setting")
-print("(threads, OpenBLAS kernels); ref = the faster of P and L; speedup = ref ms / T ms (above 1:")
-print("Tapestry faster); RSS: /usr/bin/time -v of the best training settings, T/ref below 1: Tapestry")
-print("smaller")
+print("(threads, OpenBLAS kernels, malloc); ref = the faster of P and L; speedup = ref ms / T ms")
+print("(above 1: Tapestry faster); RSS: /usr/bin/time -v of the best training settings, T/ref below")
+print("1: Tapestry smaller")
 if peaks.get("fma_per_core"):
     print(f"%peak: of the FMA probe's {peaks['fma_per_core']:.1f} GFLOP/s per core "
           f"({peaks['fma_width']} FMAs) times the cores used")

@@ -70,8 +70,9 @@ while (($#)); do
   esac
 done
 [[ -n $model && -n $src && -n $tgt ]] || die "--model, --src-text and --tgt-text are required"
-[[ $mallocs =~ ^(default|keep)( (default|keep))*$ ]] ||
-  die "--malloc needs a list of default and keep, got '$mallocs'"
+[[ $mallocs =~ ^(default|keep)( (default|keep))?$ && $mallocs != "keep keep" &&
+  $mallocs != "default default" ]] ||
+  die "--malloc needs default, keep or both, once each, got '$mallocs'"
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive whole number, got '$rounds'"
 [[ -e $model ]] || die "--model: '$model' does not exist"
 for f in "$src" "$tgt"; do [[ -r $f ]] || die "cannot read '$f'"; done
