@@ -86,6 +86,17 @@ inline simde__m512 rsqrt14_ps(simde__m512 a) {
   return simde__m512_from_private(r);
 }
 
+// Truncation to int32, a float out of range (or a NaN) giving the hardware's 0x80000000.
+inline simde__m512i cvttps_epi32(simde__m512 a) {
+  const F16 x = simde__m512_to_private(a);
+  simde__m512i_private r;
+  for (int i = 0; i < 16; ++i) {
+    const float f = x.f32[i];
+    r.i32[i] = f >= -2147483648.0f && f < 2147483648.0f ? static_cast<int32_t>(f) : INT32_MIN;
+  }
+  return simde__m512i_from_private(r);
+}
+
 }  // namespace
 }  // namespace tapestry::cpu::avx512_emulated
 
@@ -93,6 +104,7 @@ inline simde__m512 rsqrt14_ps(simde__m512 a) {
 #define _mm512_mask_storeu_ps(p, k, a) ::tapestry::cpu::avx512_emulated::mask_storeu_ps(p, k, a)
 #define _mm512_rcp14_ps(a) ::tapestry::cpu::avx512_emulated::rcp14_ps(a)
 #define _mm512_rsqrt14_ps(a) ::tapestry::cpu::avx512_emulated::rsqrt14_ps(a)
+#define _mm512_cvttps_epi32(a) ::tapestry::cpu::avx512_emulated::cvttps_epi32(a)
 #undef _mm512_load_ps
 #define _mm512_load_ps(p) \
   simde_mm512_load_ps(::tapestry::cpu::avx512_emulated::aligned_64(p, "_mm512_load_ps"))
