@@ -21,10 +21,10 @@ AVX-512, both OpenBLAS's AVX2 kernels (OPENBLAS_CORETYPE=Haswell) and its AVX-51
 (SkylakeX), since OpenBLAS 0.3.21 does not know every AVX-512 CPU and may pick the slower set by
 itself; and each once per glibc malloc setting (--malloc). LibTorch (the same RNN model in
 C++, ../shared/bench/libtorch/, built here when Debian's libtorch-dev is installed) runs at the
-same settings as PyTorch, so the RNN is compared against both references. Each side is compared at its best setting: the one with the best median over the
-rounds, chosen separately for training and for decoding; the speedup is over the faster of
-PyTorch and LibTorch. Every run is wrapped in /usr/bin/time -v, so
-the peak RSS of both programs is measured the same way.
+same settings as PyTorch, so the RNN is compared against both references. Each side is
+compared at its best setting: the one with the best median over the rounds, chosen separately
+for training and for decoding; the speedup is over the faster of PyTorch and LibTorch. Every
+run is wrapped in /usr/bin/time -v, so the peak RSS of both programs is measured the same way.
 
   --rounds N             rounds per preset [3]
   --presets LIST         presets to run, in order ["tiny small medium"]
