@@ -112,6 +112,10 @@ inline simde__m512i cvttps_epi32(simde__m512 a) {
 #define _mm512_store_ps(p, a) \
   simde_mm512_store_ps(       \
       const_cast<float*>(::tapestry::cpu::avx512_emulated::aligned_64(p, "_mm512_store_ps")), a)
+// SIMDe 0.7's roundscale puts its imm8 into `imm8 >> 4` unbracketed, so _MM_FROUND_CUR_DIRECTION |
+// _MM_FROUND_NO_EXC (0x0C) took a scale of 2^4 there and rounded to sixteenths.
+#undef _mm512_roundscale_ps
+#define _mm512_roundscale_ps(a, imm8) simde_mm512_roundscale_ps(a, (imm8))
 // SIMDe 0.7 has no alias for this one; GCC without optimisation and clang define it as a macro.
 #undef _mm512_shuffle_f32x4
 #define _mm512_shuffle_f32x4(a, b, imm8) simde_mm512_shuffle_f32x4(a, b, imm8)
