@@ -52,12 +52,6 @@ const cpu::Kernels* emulated_avx512() {
 }
 
 // The set's name in the failures' messages; "avx512 (emulated)" for the emulated one.
-std::string set_name(const cpu::Kernels& k) {
-  std::string name(cpu::capability_name(k.capability));
-  if (&k == testing::avx512_emulated_kernels()) name += " (emulated)";
-  return name;
-}
-
 // The kernels this CPU can run, announcing the ones it cannot (they are then untested here).
 // Where the CPU lacks AVX-512, that set is run with its intrinsics emulated (SIMDe): its loops,
 // tails and masks are then tested here too, though not its speed nor the hardware's estimates.
@@ -154,7 +148,7 @@ TEST_CASE("every capability packs the same panels", "[cpu_kernels]") {
       }
     for (const cpu::Kernels* kern : runnable()) {
       Packed p(*kern, w, n, k);
-      INFO(set_name(*kern) << " n " << n << " k " << k);
+      INFO(testing::set_name(*kern) << " n " << n << " k " << k);
       REQUIRE(std::equal(p.data, p.data + size, portable.data));
     }
   }
@@ -191,7 +185,7 @@ TEST_CASE("every capability's packed product matches a plain loop in double, to 
           for (auto& v : c0) v = std::numeric_limits<float>::quiet_NaN();
         std::vector<float> first;
         for (const cpu::Kernels* kern : all) {
-          const auto name = set_name(*kern);
+          const auto name = testing::set_name(*kern);
           Packed packed(*kern, w, sz.n, sz.k);
           auto c = c0;
           // In two calls over the panels, as the product is split across cores.
@@ -247,7 +241,7 @@ TEST_CASE("the few-rows product in place gives the packed product's bits", "[cpu
   for (const cpu::Kernels* kern : all) {
     REQUIRE(kern->few_rows_product);  // every set has one (the portable set's is the reference)
     any = true;
-    const auto name = set_name(*kern);
+    const auto name = testing::set_name(*kern);
     REQUIRE(kern->few_rows_max >= 10);  // the `tiny` Transformer's rows
     for (const Size& sz : sizes) {
       if (sz.m > kern->few_rows_max) continue;
@@ -312,7 +306,7 @@ TEST_CASE("every capability's matrix-vector kernel matches a plain loop in doubl
         for (int64_t i = 0; i < n; ++i) {
           double dot = 0;
           for (int64_t j = 0; j < k; ++j) dot += double(w[i * ldw + j]) * x[j];
-          INFO(set_name(*kern) << " n " << n << " k " << k << " row " << i);
+          INFO(testing::set_name(*kern) << " n " << n << " k " << k << " row " << i);
           REQUIRE(std::abs(c[i * ldc] - (c0[i * ldc] + alpha * dot)) <= 1e-6 * (1 + double(k)));
           for (int64_t j = 1; j < ldc; ++j) REQUIRE(c[i * ldc + j] == c0[i * ldc + j]);
         }
@@ -358,7 +352,7 @@ TEST_CASE("every capability's small product matches a plain loop in double, in a
                 dot += double(ta ? a[p * lda + i] : a[i * lda + p]) *
                        (tb ? b[j * ldb + p] : b[p * ldb + j]);
               const double want = alpha * dot + (beta == 0.0f ? 0.0 : beta * c0[i * ldc + j]);
-              INFO(set_name(*kern)
+              INFO(testing::set_name(*kern)
                    << " " << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb << " alpha "
                    << alpha << " beta " << beta << " at " << i << "," << j);
               REQUIRE(std::abs(c[i * ldc + j] - want) <= 1e-6 * (1 + double(k)));
@@ -391,7 +385,7 @@ TEST_CASE("every capability's exp, tanh and sigmoid keep the fast functions' ulp
           "[cpu_kernels]") {
   const auto wide = sweep(-87.0f, 88.0f), mid = sweep(-20.0f, 20.0f), sig = sweep(-80.0f, 80.0f);
   for (const cpu::Kernels* kern : runnable()) {
-    INFO(set_name(*kern));
+    INFO(testing::set_name(*kern));
     std::vector<float> y(wide.size());
     kern->exp(wide.data(), y.data(), static_cast<int64_t>(wide.size()));
     int64_t worst = 0;
@@ -430,7 +424,7 @@ TEST_CASE("every capability's softmax rows match double loops", "[cpu_kernels]")
     double mx = -INFINITY;
     for (float v : x) mx = std::max(mx, double(v));
     for (const cpu::Kernels* kern : runnable()) {
-      INFO(set_name(*kern) << " n " << n);
+      INFO(testing::set_name(*kern) << " n " << n);
       const float m = kern->max_value(x.data(), n);
       REQUIRE(double(m) == mx);  // the maximum is exact
       if (n == 0) continue;
@@ -469,7 +463,7 @@ TEST_CASE("every capability's attention and recurrent rows match double loops", 
       for (size_t i = 0; i < got.size(); ++i) REQUIRE(std::abs(got[i] - want[i]) <= 2e-6);
     };
     for (const cpu::Kernels* kern : runnable()) {
-      INFO(set_name(*kern) << " n " << n);
+      INFO(testing::set_name(*kern) << " n " << n);
       std::vector<float> scores(4);
       kern->tanh_dots(p.data(), q.data(), v.data(), n, 4, scores.data());
       for (int64_t j = 0; j < 4; ++j) {
@@ -525,7 +519,7 @@ TEST_CASE("every capability's Adam step matches a double loop", "[cpu_kernels]")
           md(m0.begin(), m0.end()), vd(v0.begin(), v0.end());
       loops::adam_update(xd.data(), gd.data(), md.data(), vd.data(), n, kd);
       for (const cpu::Kernels* kern : runnable()) {
-        INFO(set_name(*kern) << " n " << n << " decay " << decay << " scaled " << scaled);
+        INFO(testing::set_name(*kern) << " n " << n << " decay " << decay << " scaled " << scaled);
         auto x = x0, gk = g, m = m0, v = v0;
         kern->adam_update(x.data(), gk.data(), m.data(), v.data(), n, kf);
         for (int64_t j = 0; j < n; ++j) {
@@ -574,8 +568,9 @@ TEST_CASE("every capability's Adam update is within 1e-6 of a double loop's over
       auto x = x0, gk = g, m = m0, v = v0;
       kern->adam_update(x.data(), gk.data(), m.data(), v.data(), n, kf);
       for (size_t j = 0; j < x.size(); ++j) {
-        INFO(set_name(*kern) << " decay " << decay << " element " << j << " g " << g[j] << " m "
-                             << m0[j] << " v " << v0[j] << ": " << x[j] << " against " << xd[j]);
+        INFO(testing::set_name(*kern)
+             << " decay " << decay << " element " << j << " g " << g[j] << " m " << m0[j] << " v "
+             << v0[j] << ": " << x[j] << " against " << xd[j]);
         if (std::isnan(xd[j]))
           REQUIRE(std::isnan(x[j]));
         else

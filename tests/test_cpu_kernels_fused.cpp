@@ -43,12 +43,6 @@ std::vector<const cpu::Kernels*> vector_sets() {
   return out;
 }
 
-std::string set_name(const cpu::Kernels& k) {
-  std::string name(cpu::capability_name(k.capability));
-  if (&k == testing::avx512_emulated_kernels()) name += " (emulated)";
-  return name;
-}
-
 std::vector<float> random_floats(size_t n, Rng& rng) {
   std::vector<float> v(n);
   for (auto& x : v) x = static_cast<float>(rng.uniform(-1, 1));
@@ -130,7 +124,7 @@ TEST_CASE("the AVX2 and AVX-512 sets' tanh, tanh_of_sum and tanh_dots have the p
   // bits, and the scores are the sum of loops::tanh_dot's 16 lanes (fused multiply-adds) in its
   // order, then the tail fused into the sum one element at a time.
   for (const cpu::Kernels* kern : vector_sets()) {
-    INFO("set " << set_name(*kern));
+    INFO("set " << testing::set_name(*kern));
     std::vector<float> x;
     for (uint64_t u = 0; u <= 0xFFFFFFFFu; u += 4093)
       x.push_back(std::bit_cast<float>(uint32_t(u)));
@@ -179,7 +173,7 @@ TEST_CASE("the AVX2 and AVX-512 sets' GRU row has the plain loop's bits", "[cpu_
   // as GCC vectorises loops::gru_row with FMA: r, z = sigmoid((x + w) + b), n = tanh(x_n + r (w_n +
   // b_n)) and y = n + z (h - n), the products fused into the adds.
   for (const cpu::Kernels* kern : vector_sets()) {
-    INFO("set " << set_name(*kern));
+    INFO("set " << testing::set_name(*kern));
     // Every sigmoid: a row as wide as a sweep of floats, x the float and w, b zeros for r.
     std::vector<float> sweep;
     for (uint64_t u = 0; u <= 0xFFFFFFFFu; u += 4093)
@@ -232,7 +226,7 @@ TEST_CASE("the AVX2 and AVX-512 sets' LSTM row has the plain loop's bits", "[cpu
   // as GCC vectorises loops::lstm_row with FMA: gates (x + w) + b, c2 = f c + (i u) with f c fused
   // into the add, h2 = o tanh(c2).
   for (const cpu::Kernels* kern : vector_sets()) {
-    INFO("set " << set_name(*kern));
+    INFO("set " << testing::set_name(*kern));
     Rng rng(59);
     for (int64_t hs : {1, 3, 5, 8, 13, 16, 64, 100}) {
       INFO("hs " << hs);
@@ -263,7 +257,7 @@ TEST_CASE("the AVX2 and AVX-512 sets' maximum has the plain loop's bits", "[cpu_
   // Written with intrinsics: each of the 16 lanes keeps x > lane ? x : lane in the loop's order,
   // so a NaN is passed over and, of +0 and -0, the first one a lane meets stays.
   for (const cpu::Kernels* kern : vector_sets()) {
-    INFO("set " << set_name(*kern));
+    INFO("set " << testing::set_name(*kern));
     Rng rng(47);
     for (int64_t n : {0, 1, 7, 15, 16, 17, 33, 100, 998}) {
       for (int pattern = 0; pattern < 4; ++pattern) {
@@ -286,7 +280,7 @@ TEST_CASE("the AVX2 and AVX-512 sets' softmax normaliser has the plain loop's bi
   // the last elements are the loop's own code: rows with ties at the maximum, terms far below it
   // (past exp's clamp), every length around the 16 lanes, and rows whose maximum is infinite.
   for (const cpu::Kernels* kern : vector_sets()) {
-    INFO("set " << set_name(*kern));
+    INFO("set " << testing::set_name(*kern));
     Rng rng(53);
     for (int64_t n : {1, 7, 15, 16, 17, 40, 100, 998}) {
       for (int pattern = 0; pattern < 5; ++pattern) {

@@ -2,6 +2,8 @@
 // that cannot run the real ones.
 #pragma once
 
+#include <string>
+
 #include "tapestry/core/cpu_kernels.h"
 
 namespace tapestry::testing {
@@ -16,5 +18,12 @@ inline const cpu::Kernels* avx512_emulated_kernels() {
   return nullptr;
 }
 #endif
+
+// A kernel set's name for the tests' messages, with " (emulated)" after the emulated one.
+inline std::string set_name(const cpu::Kernels& k) {
+  std::string name(cpu::capability_name(k.capability));
+  if (&k == avx512_emulated_kernels()) name += " (emulated)";
+  return name;
+}
 
 }  // namespace tapestry::testing
