@@ -51,7 +51,6 @@ const cpu::Kernels* emulated_avx512() {
   return k;
 }
 
-// The set's name in the failures' messages; "avx512 (emulated)" for the emulated one.
 // The kernels this CPU can run, announcing the ones it cannot (they are then untested here).
 // Where the CPU lacks AVX-512, that set is run with its intrinsics emulated (SIMDe): its loops,
 // tails and masks are then tested here too, though not its speed nor the hardware's estimates.
