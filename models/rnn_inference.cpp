@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "tapestry/core/cpu_kernels.h"
 #include "tapestry/core/packed.h"
 #include "tapestry/core/parallel.h"
+#include "tapestry/models/rnn_inference_encoder.h"
 #include "tapestry/models/rnn_inference_parts.h"
 #include "tapestry/models/vocab.h"
 #include "tapestry/ops/attention_ops.h"
@@ -28,6 +28,8 @@ using detail::Buffer;
 using detail::cell_step;
 using detail::CellWeights;
 using detail::copy;
+using detail::EncoderRun;
+using detail::ParamsByName;
 using detail::Product;
 using detail::sized;
 using detail::TokenTable;
@@ -36,32 +38,15 @@ using nn::CellKind;
 
 class RnnInference final : public Stepper {
  public:
-  RnnInference(Seq2Seq& model, Tape& tape)
-      : config_(model.config()), tape_(tape), kind_(config_.cell), attention_(config_.attention) {
-    std::map<std::string, nn::Parameter*> params;
-    for (auto& [name, p] : model.named_parameters()) params[name] = p;
-    auto param = [&](const std::string& name) -> nn::Parameter& {
-      auto it = params.find(name);
-      if (it == params.end())
-        throw ValueError(fmt::format("rnn inference: the model has no parameter {}", name));
-      return *it->second;
-    };
-    auto cell_weights = [&](const std::string& prefix, const std::string& suffix) {
-      CellWeights c;
-      c.ih =
-          Product::of(&param(prefix + "weight_ih" + suffix), &param(prefix + "bias_ih" + suffix));
-      c.hh = Product::of(&param(prefix + "weight_hh" + suffix), nullptr);
-      c.b_hh = param(prefix + "bias_hh" + suffix).value.data<float>();
-      return c;
-    };
-    const int directions = config_.bidirectional ? 2 : 1;
+  RnnInference(Seq2Seq& model, Tape& tape) : RnnInference(model, tape, ParamsByName(model)) {}
+  RnnInference(Seq2Seq& model, Tape& tape, const ParamsByName& param)
+      : config_(model.config()),
+        tape_(tape),
+        kind_(config_.cell),
+        attention_(config_.attention),
+        encoder_(config_, param) {
     for (int l = 0; l < config_.layers; ++l)
-      for (int d = 0; d < directions; ++d) {
-        const std::string sfx = fmt::format("_l{}{}", l, d ? "_reverse" : "");
-        encoder_.push_back(cell_weights("encoder.rnn.", sfx));
-      }
-    for (int l = 0; l < config_.layers; ++l)
-      decoder_.push_back(cell_weights(fmt::format("decoder.cells.{}.", l), ""));
+      decoder_.push_back(param.cell(fmt::format("decoder.cells.{}.", l), ""));
     bridge_ = Product::of(&param("decoder.bridge.weight"), &param("decoder.bridge.bias"));
     out_ = Product::of(&param("decoder.out.weight"), &param("decoder.out.bias"));
     if (config_.decoder == DecoderKind::luong)
@@ -72,21 +57,20 @@ class RnnInference final : public Stepper {
       v_ = &param("decoder.attention.v");
     }
     if (attention_ == AttentionKind::general) general_ = &param("decoder.attention.W");
-    src_embedding_ = &param("encoder.embedding.weight");
     tgt_embedding_ = &param("decoder.embedding.weight");
     // The first decoder cell's input [e; r] in two blocks, as nn::Cell::forward_split takes it.
     const CellWeights& first = decoder_.front();
     head_ = Product::of(first.ih.weight, first.ih.bias, {0, config_.emb});
     tail_ = Product::of(first.ih.weight, nullptr, {config_.emb, -1});
     head_table_.reset(config_.tgt_vocab, head_.out());
-    for (int d = 0; d < directions; ++d) {
-      src_tables_[d].reset(config_.src_vocab, encoder_[static_cast<size_t>(d)].ih.out());
-    }
   }
 
   void start(const Batch& batch, std::span<const int32_t> rows, int64_t) override {
     resolve_packs();
-    encode(batch);
+    encoder_.encode(batch, attention_ == AttentionKind::bahdanau ? &keys_product_ : nullptr);
+    src_len_ = batch.src_len;
+    batch_rows_ = batch.size;
+    lengths_.assign(batch.src_lengths.begin(), batch.src_lengths.end());
     select_memory(rows);
     start_decoder();
   }
@@ -226,105 +210,16 @@ class RnnInference final : public Stepper {
     auto resolve = [&](Product& p) {
       if (p.weight) p.pack = &packs->get(p.weight->value, p.view);
     };
-    for (auto& c : encoder_) resolve(c.ih), resolve(c.hh);
     for (size_t l = 0; l < decoder_.size(); ++l) {
       if (l > 0) resolve(decoder_[l].ih);  // the first cell's reads head_ and tail_
       resolve(decoder_[l].hh);
     }
     for (Product* p : {&bridge_, &out_, &combine_, &query_, &keys_product_, &head_, &tail_})
       resolve(*p);
-    if (packs->generation() != tables_generation_) {
-      head_table_.invalidate();
-      for (TokenTable& t : src_tables_) t.invalidate();
-      tables_generation_ = packs->generation();
-    }
-  }
-
-  // nn::RNN::forward in eval mode: every layer and direction over the padded batch, padded steps
-  // leaving a row's state unchanged and its output 0; keys_ (B,S,K), summary_ (B,K).
-  void encode(const Batch& batch) {
-    const int64_t b = batch.size, s = batch.src_len, e = config_.emb, hs = config_.hidden;
-    const int64_t d_count = config_.bidirectional ? 2 : 1, k = config_.key_size();
-    const int64_t g = nn::gate_count(kind_) * hs;
-    if (b == 0) throw ValueError("rnn inference: an empty batch");
-    int64_t full = s;  // steps real in every row
-    for (int64_t r = 0; r < b; ++r) full = std::min(full, batch.src_lengths[r]);
-    for (int64_t i = 0; i < b * s; ++i)
-      if (batch.src[i] < 0 || batch.src[i] >= config_.src_vocab)
-        throw IndexError(fmt::format("seq2seq: source id {} outside the vocabulary [0, {})",
-                                     batch.src[i], config_.src_vocab));
-    const float* embedding = src_embedding_->value.data<float>();
-    const bool tables = b == 1 && src_tables_[0].on();  // the first layer's gx from the tables
-    if (!tables) {
-      float* x = sized(layer_in_, b * s * e);
-      for (int64_t r = 0; r < b; ++r)
-        for (int64_t t = 0; t < s; ++t) {
-          float* row = x + (r * s + t) * e;
-          if (full == s || t < batch.src_lengths[r])
-            copy(embedding + batch.src[r * s + t] * e, row, e);
-          else
-            std::fill(row, row + e, 0.0f);
-        }
-    }
-    sized(summary_enc_, b * k);
-    for (int l = 0; l < config_.layers; ++l) {
-      float* out = sized(layer_out_, b * s * d_count * hs);
-      for (int64_t d = 0; d < d_count; ++d) {
-        const CellWeights& w = encoder_[static_cast<size_t>(l * d_count + d)];
-        float* gx = sized(gx_, b * s * g);
-        if (l == 0 && tables) {
-          // A padded position's input is 0, and the product's row there is the bias alone.
-          const float* b_ih = w.ih.bias->value.data<float>();
-          for (int64_t r = 0; r < b; ++r)
-            for (int64_t t = 0; t < s; ++t) {
-              const bool real = full == s || t < batch.src_lengths[r];
-              copy(real ? src_tables_[d].row(batch.src[r * s + t], embedding, w.ih) : b_ih,
-                   gx + (r * s + t) * g, g);
-            }
-        } else {
-          w.ih.run(layer_in_.data(), b * s, gx);
-        }
-        float* h = sized(enc_h_, b * hs);
-        float* c = sized(enc_c_, b * hs);
-        float* h2 = sized(enc_h2_, b * hs);
-        float* c2 = sized(enc_c2_, b * hs);
-        std::fill(h, h + b * hs, 0.0f);
-        std::fill(c, c + b * hs, 0.0f);
-        float* hw = sized(hw_, b * g);
-        for (int64_t i = 0; i < s; ++i) {
-          const int64_t t = d ? s - 1 - i : i;
-          if (b == 1)
-            w.hh.run_halves(h, hw, i % 2 == 1);
-          else
-            w.hh.run(h, b, hw);
-          cell_step(kind_, config_.hidden, w, gx + t * g, s * g, hw, h, c, h2, c2, b,
-                    cell_scratch_);
-          for (int64_t r = 0; r < b; ++r) {
-            float* y = out + (r * s + t) * d_count * hs + d * hs;
-            if (t < batch.src_lengths[r]) {  // every row is real before `full`
-              copy(h2 + r * hs, h + r * hs, hs);
-              if (kind_ == CellKind::lstm) copy(c2 + r * hs, c + r * hs, hs);
-              copy(h2 + r * hs, y, hs);
-            } else {
-              std::fill(y, y + hs, 0.0f);
-            }
-          }
-        }
-        if (l == config_.layers - 1)
-          for (int64_t r = 0; r < b; ++r)
-            copy(h + r * hs, summary_enc_.data() + r * k + d * hs, hs);
-      }
-      layer_in_.swap(layer_out_);
-    }
-    // The top layer's outputs are the keys; the attention's projection of them, once per batch.
-    keys_enc_.swap(layer_in_);
-    src_len_ = s;
-    batch_rows_ = b;
-    lengths_.assign(batch.src_lengths.begin(), batch.src_lengths.end());
-    if (attention_ == AttentionKind::bahdanau) {
-      float* p = sized(projected_enc_, b * s * keys_product_.out());
-      keys_product_.run(keys_enc_.data(), b * s, p);
-    }
+    const bool tables_stale = packs->generation() != tables_generation_;
+    if (tables_stale) head_table_.invalidate();
+    tables_generation_ = packs->generation();
+    encoder_.resolve(*packs, tables_stale);
   }
 
   // The memory of the rows to decode: the batch's rows, or (beam search) rows[i] for row i.
@@ -343,18 +238,18 @@ class RnnInference final : public Stepper {
       for (int64_t j = 0; j < s; ++j) valid[i * s + j] = j < lengths_[source(i)] ? 1.0f : 0.0f;
     if (rows.empty()) {  // each row once: the encoder's buffers are the memory (the swapped-out
                          // ones keep their capacity for the next batch's encoder)
-      keys_.swap(keys_enc_);
-      summary_.swap(summary_enc_);
-      projected_.swap(projected_enc_);
+      keys_.swap(encoder_.keys);
+      summary_.swap(encoder_.summary);
+      projected_.swap(encoder_.projected);
     } else {
       float* keys = sized(keys_, n * s * k);
       float* summary = sized(summary_, n * k);
       float* projected = sized(projected_, n * s * a);
       for (int64_t i = 0; i < n; ++i) {
         const int64_t r = source(i);
-        copy(keys_enc_.data() + r * s * k, keys + i * s * k, s * k);
-        copy(summary_enc_.data() + r * k, summary + i * k, k);
-        copy(projected_enc_.data() + r * s * a, projected + i * s * a, s * a);
+        copy(encoder_.keys.data() + r * s * k, keys + i * s * k, s * k);
+        copy(encoder_.summary.data() + r * k, summary + i * k, k);
+        copy(encoder_.projected.data() + r * s * a, projected + i * s * a, s * a);
       }
     }
     rows_ = n;
@@ -465,21 +360,20 @@ class RnnInference final : public Stepper {
   CellKind kind_;
   AttentionKind attention_;
   WeightPacks own_packs_;  // when the tape has none
-  std::vector<CellWeights> encoder_, decoder_;
+  EncoderRun encoder_;
+  std::vector<CellWeights> decoder_;
   Product bridge_, out_, combine_, query_, keys_product_;
   Product head_, tail_;                    // the first decoder cell's W_ih split at E
-  TokenTable head_table_, src_tables_[2];  // head_'s rows; each direction's first encoder cell's
-  uint64_t tables_generation_ = 0;         // the packs' generation the tables are of
+  TokenTable head_table_;           // head_'s rows per token
+  uint64_t tables_generation_ = 0;  // the packs' generation the tables are of
   const nn::Parameter* v_ = nullptr;
   const nn::Parameter* general_ = nullptr;  // general's W (Hq,K)
-  const nn::Parameter* src_embedding_ = nullptr;
   const nn::Parameter* tgt_embedding_ = nullptr;
 
   // The encoded batch (B rows), then the memory of the rows decoded (n rows).
   int64_t batch_rows_ = 0, rows_ = 0, src_len_ = 0;
   std::vector<int64_t> lengths_;
-  Buffer layer_in_, layer_out_, gx_, hw_, enc_h_, enc_c_, enc_h2_, enc_c2_;
-  Buffer keys_enc_, summary_enc_, projected_enc_;
+  Buffer gx_, hw_;
   Buffer keys_, summary_, projected_, valid_;
   // The decoder's state and its step's buffers.
   std::vector<Buffer> h_, c_;
