@@ -363,7 +363,7 @@ class RnnInference final : public Stepper {
   EncoderRun encoder_;
   std::vector<CellWeights> decoder_;
   Product bridge_, out_, combine_, query_, keys_product_;
-  Product head_, tail_;                    // the first decoder cell's W_ih split at E
+  Product head_, tail_;             // the first decoder cell's W_ih split at E
   TokenTable head_table_;           // head_'s rows per token
   uint64_t tables_generation_ = 0;  // the packs' generation the tables are of
   const nn::Parameter* v_ = nullptr;

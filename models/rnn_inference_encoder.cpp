@@ -105,8 +105,7 @@ void EncoderRun::encode(const Batch& batch, const Product* keys_product) {
           w.hh.run_halves(h, hw, i % 2 == 1);
         else
           w.hh.run(h, b, hw);
-        cell_step(kind_, config_.hidden, w, gx + t * g, s * g, hw, h, c, h2, c2, b,
-                  cell_scratch_);
+        cell_step(kind_, config_.hidden, w, gx + t * g, s * g, hw, h, c, h2, c2, b, cell_scratch_);
         for (int64_t r = 0; r < b; ++r) {
           float* y = out + (r * s + t) * d_count * hs + d * hs;
           if (t < batch.src_lengths[r]) {  // every row is real before `full`
