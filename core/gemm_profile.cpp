@@ -24,11 +24,17 @@ struct GemmProfile {
     std::vector<std::pair<Key, Entry>> rows(shapes.begin(), shapes.end());
     std::sort(rows.begin(), rows.end(),
               [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
-    double total = 0;
-    for (auto& r : rows) total += r.second.seconds;
+    // The totals over every shape, not only the rows printed, so that two runs' totals can be
+    // subtracted (a run with decoding less one without: decoding's products alone).
+    double total = 0, flop = 0;
+    for (auto& [key, e] : rows) {
+      total += e.seconds;
+      flop += 2.0 * std::get<2>(key) * std::get<3>(key) * std::get<4>(key) * e.calls;
+    }
     fmt::print(stderr,
-               "gemm profile: {:.3f} s in {} shapes (P: a packed weight, W: one read in place)\n",
-               total, rows.size());
+               "gemm profile: {:.3f} s, {:.3f} GFLOP ({:.1f} GFLOP/s a call's core) in {} shapes "
+               "(P: a packed weight, W: one read in place)\n",
+               total, flop * 1e-9, total > 0 ? flop / total * 1e-9 : 0.0, rows.size());
     fmt::print(stderr, "{:>3} {:>3} {:>7} {:>7} {:>7} {:>9} {:>10} {:>9} {:>6}\n", "a", "b", "m",
                "n", "k", "calls", "ms", "GFLOP/s", "share");
     for (size_t i = 0; i < rows.size() && i < 40; ++i) {
