@@ -228,6 +228,15 @@ TEST_CASE("explain: a saved float32 transformer is explained in float64, and --a
   CHECK(wrong.status == 2);
   CHECK_THAT(wrong.output,
              Catch::Contains("--arch rnn, but the model") && Catch::Contains("is a transformer"));
+  // The target's words and the step are checked as for an RNN, with the same lines.
+  Run word = explain(fmt::format("--model '{}' --source 'the cat' --target 'le chats'", path));
+  CHECK(word.status == 2);
+  CHECK_THAT(word.output, Catch::Contains("'chats' is not in the target vocabulary") &&
+                              Catch::Contains("le chat noir chien"));
+  Run step = explain(fmt::format("--model '{}' --source 'the cat' --target le --step 2", path));
+  CHECK(step.status == 2);
+  CHECK_THAT(step.output, Catch::Contains("step 2 is outside the sentence: its 1 target words "
+                                          "make steps 0 to 1"));
   Run tiny_flag = explain("--arch transformer --hidden 8");
   CHECK(tiny_flag.status == 2);
   CHECK_THAT(tiny_flag.output, Catch::Contains("--hidden describes the tiny RNN model"));

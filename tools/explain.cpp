@@ -297,17 +297,7 @@ Explanation explain_step(ExplainModel& m, const std::vector<std::string>& target
 
   // The target sentence, teacher forced: step k is fed y_(k-1) (<bos> first) and scores y*_k,
   // the target's k-th word, or <eos> after the last.
-  for (const auto& w : target)
-    if (!m.tgt.contains(w) || m.tgt.id(w) < Vocab::kEos)
-      throw ValueError(
-          fmt::format("explain: the target word '{}' is not in the target vocabulary ({})", w,
-                      vocab_list(m.tgt)));
-  const auto steps = static_cast<int64_t>(target.size()) + 1;
-  if (step < 0 || step >= steps)
-    throw ValueError(fmt::format(
-        "explain: step {} is outside the sentence: its {} target words make steps 0 to {} (the "
-        "last writes <eos>)",
-        step, target.size(), steps - 1));
+  check_teacher_forced(m.tgt, target, step);
   e.step = step;
   e.target_sentence = target;
   std::vector<int32_t> inputs{Vocab::kBos};

@@ -214,6 +214,11 @@ std::map<std::string, std::string> group_equations(const models::Seq2SeqConfig& 
                                                    int64_t step);
 // A vocabulary's first 40 tokens, space-separated, and how many it has where that is more.
 std::string vocab_list(const models::Vocab& v);
+// Refuses a teacher-forced target with a word outside `tgt` (or a special one), or a step
+// outside the sentence (its words make steps 0 .. words, the last writing <eos>): one line
+// naming the word and the vocabulary, or the step and the range.
+void check_teacher_forced(const models::Vocab& tgt, std::span<const std::string> target,
+                          int64_t step);
 
 // ---- shared by the renderers
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tapestry/core/errors.h"
 #include "tools/explain.h"
 
 namespace tapestry::cli {
@@ -63,6 +64,21 @@ std::string short_param(const std::string& name) {
   for (const char* prefix : {"encoder.", "decoder."})
     if (name.rfind(prefix, 0) == 0) return name.substr(std::string(prefix).size());
   return name;
+}
+
+void check_teacher_forced(const models::Vocab& tgt, std::span<const std::string> target,
+                          int64_t step) {
+  for (const auto& w : target)
+    if (!tgt.contains(w) || tgt.id(w) < models::Vocab::kEos)
+      throw ValueError(
+          fmt::format("explain: the target word '{}' is not in the target vocabulary ({})", w,
+                      vocab_list(tgt)));
+  const auto steps = static_cast<int64_t>(target.size()) + 1;
+  if (step < 0 || step >= steps)
+    throw ValueError(fmt::format(
+        "explain: step {} is outside the sentence: its {} target words make steps 0 to {} (the "
+        "last writes <eos>)",
+        step, target.size(), steps - 1));
 }
 
 }  // namespace tapestry::cli

@@ -134,17 +134,7 @@ TransformerExplanation explain_transformer_step(ExplainModel& m,
   e.check_max = opt.max_elements;
 
   models::Batch batch = source_batch(m);  // refuses an empty source first
-  for (const auto& w : target)
-    if (!m.tgt.contains(w) || m.tgt.id(w) < Vocab::kEos)
-      throw ValueError(
-          fmt::format("explain: the target word '{}' is not in the target vocabulary ({} words)", w,
-                      m.tgt.size()));
-  const auto steps = static_cast<int64_t>(target.size()) + 1;
-  if (step < 0 || step >= steps)
-    throw ValueError(fmt::format(
-        "explain: step {} is outside the sentence: its {} target words make steps 0 to {} (the "
-        "last writes <eos>)",
-        step, target.size(), steps - 1));
+  check_teacher_forced(m.tgt, target, step);
   e.step = step;
   e.target_sentence = target;
   for (const auto& w : m.source) e.source.push_back(m.src.contains(w) ? w : "<unk>");
