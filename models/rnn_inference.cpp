@@ -207,15 +207,12 @@ class RnnInference final : public Stepper {
       own_packs_.invalidate();
       packs = &own_packs_;
     }
-    auto resolve = [&](Product& p) {
-      if (p.weight) p.pack = &packs->get(p.weight->value, p.view);
-    };
     for (size_t l = 0; l < decoder_.size(); ++l) {
-      if (l > 0) resolve(decoder_[l].ih);  // the first cell's reads head_ and tail_
-      resolve(decoder_[l].hh);
+      if (l > 0) decoder_[l].ih.resolve(*packs);  // the first cell's reads head_ and tail_
+      decoder_[l].hh.resolve(*packs);
     }
     for (Product* p : {&bridge_, &out_, &combine_, &query_, &keys_product_, &head_, &tail_})
-      resolve(*p);
+      p->resolve(*packs);
     const bool tables_stale = packs->generation() != tables_generation_;
     if (tables_stale) head_table_.invalidate();
     tables_generation_ = packs->generation();

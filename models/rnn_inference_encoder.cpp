@@ -43,8 +43,8 @@ EncoderRun::EncoderRun(const Seq2SeqConfig& config, const ParamsByName& params)
 
 void EncoderRun::resolve(WeightPacks& packs, bool tables_stale) {
   for (auto& c : cells_) {
-    c.ih.pack = &packs.get(c.ih.weight->value, c.ih.view);
-    c.hh.pack = &packs.get(c.hh.weight->value, c.hh.view);
+    c.ih.resolve(packs);
+    c.hh.resolve(packs);
   }
   if (tables_stale)
     for (TokenTable& t : tables_) t.invalidate();

@@ -30,6 +30,10 @@ struct Product {
   const PackedMatrix* pack = nullptr;
   PackView view;  // the columns multiplied: all of them by default
 
+  // Points pack at this batch's pack of the weight (none for a product the model lacks).
+  void resolve(WeightPacks& packs) {
+    if (weight) pack = &packs.get(weight->value, view);
+  }
   int64_t out() const { return weight->value.dim(0); }
   int64_t in() const { return view.cols >= 0 ? view.cols : weight->value.dim(1) - view.col0; }
   // y (rows,N) = x (rows,K) W^T + b: the call ops::affine and ops::matmul make with a pack.
